@@ -1,0 +1,51 @@
+"""Events and refresh pings.
+
+`record_event` writes the feed row. `ping` tells open boards what changed, and `wake_waiters`
+tells a session's waiting wake-up hook that something arrived; both go through the channel
+layer after the transaction commits, so nobody refetches a row that is not there yet.
+"""
+
+import hashlib
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+BOARD_GROUP = "board"
+
+
+def record_event(name, *, session=None, hook_session="", data=None, replay=False, happened_at=None):
+    from sessions_app.models import Event
+
+    return Event.objects.create(
+        name=name,
+        session=session,
+        hook_session=hook_session,
+        data=data or {},
+        replay=replay,
+        happened_at=happened_at,
+    )
+
+
+def wait_group(hook_session):
+    # Group names are limited to ASCII letters, digits, "-_." and 100 characters.
+    return "wait." + hashlib.sha1(hook_session.encode()).hexdigest()
+
+
+def _send_after_commit(group, message):
+    def send():
+        layer = get_channel_layer()
+        if layer is not None:
+            async_to_sync(layer.group_send)(group, message)
+
+    transaction.on_commit(send)
+
+
+def ping(*topics):
+    """Tell open boards which fragments to refetch: sessions, messages, inbox, events, ..."""
+    _send_after_commit(BOARD_GROUP, {"type": "board.ping", "topics": sorted(set(topics))})
+
+
+def wake_waiters(hook_sessions):
+    for hook_session in hook_sessions:
+        _send_after_commit(wait_group(hook_session), {"type": "wake"})

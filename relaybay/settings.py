@@ -1,0 +1,151 @@
+"""relaybay settings, read from the environment.
+
+Embedded default: SQLite in ./data (WAL) and the in-memory channel layer, one daphne
+process. Scale-out: DATABASE_URL=postgres://... and REDIS_URL=redis://...
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name, default=False):
+    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
+
+
+def envint(name, default):
+    return int(os.environ.get(name, default))
+
+
+DATA_DIR = Path(os.environ.get("RELAYBAY_DATA", BASE_DIR / "data"))
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_from_file(name, env_name):
+    """An env value wins; otherwise a value kept in the data folder, made on first use."""
+    if os.environ.get(env_name):
+        return os.environ[env_name]
+    path = DATA_DIR / name
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(32))
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_from_file("secret-key", "DJANGO_SECRET_KEY")
+RELAYBAY_TOKEN = _secret_from_file("token", "RELAYBAY_TOKEN")
+RELAYBAY_HOST = os.environ.get("RELAYBAY_HOST", "127.0.0.1")
+RELAYBAY_PORT = envint("RELAYBAY_PORT", 8000)
+RELAYBAY_URL = os.environ.get("RELAYBAY_URL", f"http://{RELAYBAY_HOST}:{RELAYBAY_PORT}")
+
+# Hook payload cap: a larger body is refused with 413; big tool responses below it are
+# truncated in storage instead.
+RELAYBAY_MAX_PAYLOAD = envint("RELAYBAY_MAX_PAYLOAD", 2 * 1024 * 1024)
+RELAYBAY_STORED_FIELD_CHARS = envint("RELAYBAY_STORED_FIELD_CHARS", 4000)
+# Longest single long poll on /api/hooks/wait; the hook client loops polls up to its own bound.
+RELAYBAY_MAX_WAIT = envint("RELAYBAY_MAX_WAIT", 60)
+
+DEBUG = envbool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = os.environ.get("RELAYBAY_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",")
+if RELAYBAY_HOST not in ALLOWED_HOSTS and RELAYBAY_HOST not in {"0.0.0.0", "::"}:
+    ALLOWED_HOSTS.append(RELAYBAY_HOST)
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "channels",
+    "sessions_app",
+    "messaging",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "relaybay.urls"
+ASGI_APPLICATION = "relaybay.asgi.application"
+WSGI_APPLICATION = "relaybay.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "relaybay.sqlite3",
+            "OPTIONS": {
+                # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at
+                # BEGIN so two writers queue on the busy timeout instead of failing with
+                # "database is locked" when a read transaction tries to upgrade.
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = DATA_DIR / "test.sqlite3"
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("RELAYBAY_LOG_LEVEL", "WARNING")},
+}

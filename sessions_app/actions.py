@@ -1,0 +1,270 @@
+"""Writes on sessions, links, tasks and comments. One function per write, each atomic,
+each recording its events and sending its refresh ping on commit (SPEC §0)."""
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from relaybay.errors import Ambiguous, InvalidInput, NotFound, Refused
+from relaybay.events import ping, record_event, wake_waiters
+
+from . import lib
+from .models import Comment, HookLink, Session, Task
+
+COMMENT_MAX = 4000
+
+
+def candidates_sentence(rows):
+    parts = []
+    for row in rows:
+        exactness, state = lib.link_state(row)
+        bits = [row.handle, f'"{row.name}"']
+        if row.desktop_id:
+            bits.append(f"desktop id {row.desktop_id}")
+        bits.append(f"{exactness} {state}".strip())
+        parts.append(" ".join(bits))
+    return "; ".join(parts)
+
+
+def resolve_one(name, *, what="session"):
+    """The one row going by `name`, or a clear error (none found / several found)."""
+    name = lib.check_name(name, what=what)
+    rows = lib.find_sessions(name)
+    if not rows:
+        raise NotFound(f'No session goes by "{name}". Use sessions_list to see the names you can use.')
+    if len(rows) > 1:
+        raise Ambiguous(
+            f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.'
+        )
+    return rows[0]
+
+
+def resolve_named(session=None, session_title=None, *, what="session"):
+    """The row a write names with `session` or `session_title`; None when no row goes by it."""
+    name = lib.check_name(session if session is not None else session_title, what=what)
+    if name is None:
+        return None, None
+    rows = lib.find_sessions(name)
+    if len(rows) > 1:
+        raise Ambiguous(
+            f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.'
+        )
+    return name, (rows[0] if rows else None)
+
+
+@dataclass
+class LinkResult:
+    link: HookLink | None
+    moved: bool
+
+    @property
+    def verified(self):
+        return self.link is not None and self.link.exact and self.link.live
+
+
+def link_hook_session(row, hook_session):
+    """Make `hook_session` an exact link of `row` following SPEC §1.3. Call inside a transaction.
+
+    Returns LinkResult(link=None) when the hook id was never seen (nothing moves). Raises
+    Refused, writing nothing, when another row's live exact link holds the id.
+    """
+    link = HookLink.objects.select_for_update().select_related("session").filter(hook_session=hook_session).first()
+    if link is None:
+        return LinkResult(None, moved=False)
+    if link.session_id == row.pk:
+        moved = not link.exact
+        if moved:
+            link.exact = True
+            link.save(update_fields=["exact"])
+    else:
+        previous = link.session
+        if link.exact and link.live:
+            raise Refused(
+                f"Hook session {hook_session} is linked to another live session ({previous.handle}); "
+                "name that session, or use your own hook session id (CLAUDE_CODE_SESSION_ID)."
+            )
+        other_links = previous.links.exclude(pk=link.pk).exists()
+        was_exact = link.exact
+        link.session = row
+        link.exact = True
+        link.save(update_fields=["session", "exact"])
+        if previous.kind == Session.Kind.HOOK and not other_links:
+            if was_exact:
+                # Its mail is not handed over: those messages keep their names and say
+                # "its session row is gone" (SPEC §1.3).
+                record_event("session.removed", data={"session": previous.handle, "name": previous.name, "taken_by": row.handle})
+                previous.delete()
+            else:
+                _hand_over(previous, row)
+        moved = True
+    if moved:
+        for old in row.links.filter(exact=True).exclude(pk=link.pk).exclude(state=HookLink.State.ENDED):
+            old.state = HookLink.State.ENDED
+            old.save(update_fields=["state"])
+        if link.cwd and not row.folder:
+            row.folder = link.cwd
+            row.save(update_fields=["folder"])
+        record_event(
+            "link.exact",
+            session=row,
+            hook_session=hook_session,
+            data={"session": row.handle, "name": row.name},
+        )
+        ping("sessions")
+        link.session = row
+    return LinkResult(link, moved=moved)
+
+
+def _hand_over(old, new):
+    """A guessed hook row merged into the row that claimed its link hands everything over."""
+    from messaging.models import SessionMessage
+
+    Comment.objects.filter(session=old).update(session=new)
+    SessionMessage.objects.filter(recipient=old).update(recipient=new)
+    SessionMessage.objects.filter(sender=old).update(sender=new)
+    old.events.update(session=new)
+    if old.task_id and not new.task_id:
+        new.task_id = old.task_id
+        new.save(update_fields=["task"])
+    record_event("session.merged", session=new, data={"from": old.handle, "into": new.handle})
+    old.delete()
+
+
+@dataclass
+class CommentResult:
+    comment: Comment
+
+
+def do_write_comment(*, session, body, author=None):
+    body = (body or "").strip()
+    if not body:
+        raise InvalidInput("The comment is empty; write something to send.")
+    if len(body) > COMMENT_MAX:
+        raise InvalidInput(f"The comment is longer than {COMMENT_MAX} characters; shorten it or split it in two.")
+    with transaction.atomic():
+        comment = Comment.objects.create(session=session, session_name=session.name, body=body, author=author)
+        record_event("comment.written", session=session, data={"comment": comment.pk, "session": session.handle})
+        waiting = session.links.filter(exact=True, state=HookLink.State.IDLE).exclude(waiter="")
+        wake_waiters(waiting.values_list("hook_session", flat=True))
+        ping("sessions", "comments")
+    return CommentResult(comment)
+
+
+def _clean_aliases(aliases):
+    if aliases is None:
+        return None
+    if isinstance(aliases, str):
+        aliases = [a for a in aliases.split(",")]
+    cleaned = []
+    for alias in aliases:
+        if alias is None or not str(alias).strip():
+            continue
+        alias = lib.check_name(str(alias), what="alias")
+        if alias.casefold() not in {a.casefold() for a in cleaned}:
+            cleaned.append(alias)
+    return cleaned
+
+
+def do_update_session(*, session, title=None, aliases=None, task=..., folder=None):
+    with transaction.atomic():
+        changed = []
+        if title is not None:
+            session.title = lib.check_name(title, what="title") if title.strip() else ""
+            changed.append("title")
+        if aliases is not None:
+            session.aliases = _clean_aliases(aliases)
+            changed.append("aliases")
+        if task is not ...:
+            session.task = task
+            changed.append("task")
+        if folder is not None:
+            session.folder = folder
+            changed.append("folder")
+        if changed:
+            session.save(update_fields=changed)
+            record_event("session.updated", session=session, data={"session": session.handle, "fields": changed})
+            ping("sessions")
+    return session
+
+
+@dataclass
+class DesktopResult:
+    session: Session
+    created: bool
+
+
+def do_register_desktop(*, desktop_id, title=None, aliases=None, folder=None, status=None):
+    desktop_id = lib.check_name(desktop_id, what="desktop id")
+    with transaction.atomic():
+        session, created = Session.objects.select_for_update().get_or_create(
+            desktop_id=desktop_id, defaults={"kind": Session.Kind.DESKTOP}
+        )
+        if title is not None:
+            session.title = lib.check_name(title, what="title") if title.strip() else ""
+        if aliases is not None:
+            session.aliases = _clean_aliases(aliases)
+        if folder is not None:
+            session.folder = folder
+        if status is not None:
+            session.status = status[:50]
+        session.last_seen_at = timezone.now()
+        session.save()
+        record_event(
+            "desktop.registered" if created else "desktop.updated",
+            session=session,
+            data={"session": session.handle, "desktop_id": desktop_id, "status": session.status},
+        )
+        ping("sessions")
+    return DesktopResult(session, created)
+
+
+def do_record_desktop_edge(*, sender, recipient):
+    """A desktop-side SendMessage: the edge is recorded for the Map, its text never is."""
+    with transaction.atomic():
+        event = record_event(
+            "session.message",
+            session=sender,
+            data={
+                "from": sender.handle,
+                "from_name": sender.name,
+                "to": recipient.handle,
+                "to_name": recipient.name,
+                "channel": "desktop",
+            },
+        )
+        ping("events", "map")
+    return event
+
+
+def do_save_task(*, task=None, title, status=None):
+    title = lib.check_name(title, what="task title")
+    with transaction.atomic():
+        if task is None:
+            task = Task.objects.create(title=title, status=status or Task.Status.OPEN)
+            record_event("task.created", data={"task": task.pk, "title": task.title})
+        else:
+            task.title = title
+            if status:
+                task.status = status
+            task.save()
+            record_event("task.updated", data={"task": task.pk, "title": task.title, "status": task.status})
+        ping("tasks", "sessions")
+    return task
+
+
+def get_task(task_ref):
+    """A task by id or exact title."""
+    if task_ref in (None, ""):
+        return None
+    task_ref = str(task_ref).strip()
+    if task_ref.isdigit():
+        task = Task.objects.filter(pk=int(task_ref)).first()
+        if task:
+            return task
+    tasks = list(Task.objects.filter(title__iexact=task_ref)[:2])
+    if len(tasks) == 1:
+        return tasks[0]
+    if len(tasks) > 1:
+        raise Ambiguous(f'Several tasks are titled "{task_ref}"; give the task id instead.')
+    raise NotFound(f'No task "{task_ref}". Give a task id or its exact title.')

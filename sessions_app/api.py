@@ -1,0 +1,122 @@
+import asyncio
+import json
+import uuid
+from datetime import datetime
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.http import JsonResponse
+from ninja import Router
+
+from relaybay.errors import InvalidInput, PayloadTooLarge
+from relaybay.events import wait_group
+
+from . import actions, lib
+from .hooks import delivery
+from .hooks.ingest import ingest_hook
+from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, WaitOut
+
+router = Router(tags=["hooks and sessions"])
+
+
+def _read_payload(request):
+    cap = settings.RELAYBAY_MAX_PAYLOAD
+    declared = request.headers.get("Content-Length")
+    if declared and declared.isdigit() and int(declared) > cap:
+        raise PayloadTooLarge(f"The hook payload is over {cap} bytes; relaybay refused it and stored nothing.")
+    body = request.body
+    if len(body) > cap:
+        raise PayloadTooLarge(f"The hook payload is over {cap} bytes; relaybay refused it and stored nothing.")
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInput("The hook payload is not valid JSON; send it exactly as Claude Code gives it.")
+
+
+def _spooled_at(request):
+    value = request.headers.get("X-Relaybay-Spooled-At")
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+@router.post(
+    "/hooks",
+    response={200: dict, 400: Error, 401: Error, 413: Error},
+    summary="Post one Claude Code hook event",
+    description="Takes the hook payload exactly as Claude Code sends it and returns the hook answer JSON. "
+    "Header `X-Relaybay-Replay: 1` marks an event replayed from the hook client's spool: recorded, answered `{}`.",
+)
+def post_hook(request):
+    payload = _read_payload(request)
+    replay = request.headers.get("X-Relaybay-Replay") == "1"
+    return ingest_hook(payload, replay=replay, spooled_at=_spooled_at(request) if replay else None)
+
+
+@router.get(
+    "/hooks/wait",
+    response={200: WaitOut, 401: Error},
+    summary="Wake-up long poll for an idle session",
+    description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
+    "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "
+    "or the session ended.",
+)
+async def wait_for_delivery(request, session_id: str, timeout: float = 50):
+    timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
+    waiter = uuid.uuid4().hex
+    if not await sync_to_async(delivery.register_waiter)(session_id, waiter):
+        return {"status": delivery.WAKE_REPLACED}
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = wait_group(session_id)
+    await layer.group_add(group, channel)
+    try:
+        await layer.group_send(group, {"type": "replaced", "waiter": waiter})
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        # Something may have arrived between the Stop and our joining the group.
+        check = True
+        while True:
+            if check:
+                outcome = await sync_to_async(delivery.claim_for_waiter)(session_id, waiter)
+                if outcome == delivery.WAKE_REPLACED:
+                    return {"status": "replaced"}
+                if outcome:
+                    return {"status": "delivered", "text": outcome}
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return {"status": "timeout"}
+            try:
+                message = await asyncio.wait_for(layer.receive(channel), remaining)
+            except asyncio.TimeoutError:
+                return {"status": "timeout"}
+            if message.get("type") == "replaced":
+                if message.get("waiter") != waiter:
+                    return {"status": "replaced"}
+                check = False
+            else:
+                check = True
+    finally:
+        await layer.group_discard(group, channel)
+
+
+@router.post("/desktop", response={200: DesktopOut, 400: Error, 401: Error}, summary="Register or update a desktop session")
+def register_desktop(request, data: DesktopIn):
+    result = actions.do_register_desktop(**data.dict())
+    return {"created": result.created, "session": lib.session_summary(result.session)}
+
+
+@router.post(
+    "/desktop/edge",
+    response={200: DesktopEdgeOut, 400: Error, 401: Error, 404: Error, 409: Error},
+    summary="Record a desktop-side message edge (never its text)",
+)
+def record_desktop_edge(request, data: DesktopEdgeIn):
+    sender = actions.resolve_one(data.sender, what="sender")
+    recipient = actions.resolve_one(data.recipient, what="recipient")
+    event = actions.do_record_desktop_edge(sender=sender, recipient=recipient)
+    return {"event_id": event.pk, "sender": sender.handle, "recipient": recipient.handle}

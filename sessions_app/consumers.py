@@ -1,0 +1,21 @@
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from relaybay.events import BOARD_GROUP
+
+
+class BoardConsumer(AsyncJsonWebsocketConsumer):
+    """Forwards refresh pings to the owner's open pages. Authorises, joins, forwards; no writes."""
+
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not user.is_staff:
+            await self.close(code=4401)
+            return
+        await self.channel_layer.group_add(BOARD_GROUP, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code):
+        await self.channel_layer.group_discard(BOARD_GROUP, self.channel_name)
+
+    async def board_ping(self, event):
+        await self.send_json({"topics": event["topics"]})

@@ -1,0 +1,152 @@
+"""Claiming what is pending for a session and turning it into one hook answer (SPEC §2.2-§2.5).
+
+Claims are compare-and-set updates (`filter(pk=…, delivered_at=None).update(…)`), so when
+several hooks of one session run at once each item goes to exactly one of them, on SQLite
+and PostgreSQL alike, whichever process serves the hook.
+"""
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from messaging.lib import message_block
+from messaging.models import SessionMessage
+from relaybay.events import ping, record_event
+
+from ..models import Comment, HookLink
+
+BUDGET = 8000
+# Room kept for the header line, so that whole items plus header stay within BUDGET.
+HEADER_RESERVE = 300
+STOP_BLOCKS_PER_TURN = 3
+SCAN = 50
+
+
+def comment_block(comment):
+    written = timezone.localtime(comment.created_at).strftime("%Y-%m-%d %H:%M UTC")
+    return f"[relaybay] Comment C-{comment.pk} from the owner (written {written}):\n{comment.body}"
+
+
+@dataclass
+class Delivery:
+    comments: list = field(default_factory=list)
+    messages: list = field(default_factory=list)
+    blocks: list = field(default_factory=list)
+
+    def __bool__(self):
+        return bool(self.blocks)
+
+    def source(self):
+        who = []
+        if self.comments:
+            who.append("the owner")
+        senders = list(dict.fromkeys(m.sender_name for m in self.messages))
+        if len(senders) == 1:
+            who.append(f'session "{senders[0][:200]}" (another session, not the owner)')
+        elif senders:
+            who.append(f"{len(senders)} other sessions (not the owner)")
+        return " and ".join(who)
+
+    def text(self):
+        count = len(self.blocks)
+        header = f"relaybay: {count} new item{'s' if count > 1 else ''} for you, from {self.source()}. Read below."
+        return "\n\n".join([header, *self.blocks])
+
+
+def has_pending(session_id):
+    return (
+        Comment.objects.filter(session_id=session_id, delivered_at=None).exists()
+        or SessionMessage.objects.filter(recipient_id=session_id, delivered_at=None, read_at=None).exists()
+    )
+
+
+def claim_pending(link, carrier):
+    """Claim, oldest first, every whole item that fits one answer. Call inside a transaction."""
+    now = timezone.now()
+    by = f"{carrier} via {link.hook_session}"
+    delivery = Delivery()
+    used = HEADER_RESERVE
+    full = False
+    for comment in Comment.objects.filter(session_id=link.session_id, delivered_at=None).order_by("id")[:SCAN]:
+        block = comment_block(comment)
+        if used + len(block) + 2 > BUDGET:
+            full = True
+            break
+        if Comment.objects.filter(pk=comment.pk, delivered_at=None).update(delivered_at=now, delivered_by=by):
+            delivery.comments.append(comment)
+            delivery.blocks.append(block)
+            used += len(block) + 2
+    if not full:
+        pending = SessionMessage.objects.filter(recipient_id=link.session_id, delivered_at=None, read_at=None)
+        for message in pending.order_by("id")[:SCAN]:
+            block = message_block(message)
+            if used + len(block) + 2 > BUDGET:
+                break
+            claimed = SessionMessage.objects.filter(pk=message.pk, delivered_at=None).update(
+                delivered_at=now, delivered_by=by, not_delivered_reason=""
+            )
+            if claimed:
+                delivery.messages.append(message)
+                delivery.blocks.append(block)
+                used += len(block) + 2
+    for comment in delivery.comments:
+        record_event(
+            "comment.delivered",
+            session=link.session,
+            hook_session=link.hook_session,
+            data={"comment": comment.pk, "by": carrier},
+        )
+    for message in delivery.messages:
+        record_event(
+            "message.delivered",
+            session=link.session,
+            hook_session=link.hook_session,
+            data={"message": message.pk, "from": message.sender_name, "to": message.recipient_name, "by": carrier},
+        )
+    if delivery:
+        ping("sessions", "messages", "comments", "events")
+    return delivery
+
+
+def context_answer(event_name, delivery):
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": delivery.text()}}
+
+
+def stop_answer(link):
+    """A Stop block when something is pending and this turn has blocks left. Inside a transaction."""
+    took = HookLink.objects.filter(pk=link.pk, stop_blocks__lt=STOP_BLOCKS_PER_TURN).update(
+        stop_blocks=F("stop_blocks") + 1, state=HookLink.State.BUSY
+    )
+    if not took:
+        return {}
+    delivery = claim_pending(link, "Stop")
+    if not delivery:
+        HookLink.objects.filter(pk=link.pk).update(stop_blocks=F("stop_blocks") - 1, state=HookLink.State.IDLE)
+        return {}
+    return {"decision": "block", "reason": delivery.text()}
+
+
+WAKE_REPLACED = "replaced"
+
+
+def claim_for_waiter(hook_session, waiter):
+    """What a wake-up waiter may deliver now: text, None (keep waiting) or WAKE_REPLACED."""
+    with transaction.atomic():
+        link = HookLink.objects.select_for_update().select_related("session").filter(hook_session=hook_session).first()
+        if link is None or link.waiter != waiter or not link.live:
+            return WAKE_REPLACED
+        if not link.exact or link.state != HookLink.State.IDLE:
+            return None
+        delivery = claim_pending(link, "wake-up")
+        if not delivery:
+            return None
+        # The wake starts a new turn: it has its own Stop blocks, and this waiter is spent.
+        HookLink.objects.filter(pk=link.pk).update(state=HookLink.State.BUSY, stop_blocks=0, waiter="")
+        return delivery.text()
+
+
+def register_waiter(hook_session, waiter):
+    """Make `waiter` the session's current waiter; False when the hook id is unknown."""
+    return HookLink.objects.filter(hook_session=hook_session).update(waiter=waiter) == 1

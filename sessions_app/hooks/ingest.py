@@ -1,0 +1,177 @@
+"""Hook ingestion: record the event, keep the link's state, answer with deliveries (SPEC §2.1)."""
+
+import json
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from relaybay.errors import Ambiguous, InvalidInput, Refused
+from relaybay.events import ping, record_event, wake_waiters
+
+from .. import lib
+from ..actions import link_hook_session
+from ..models import HookLink, Session
+from . import delivery
+
+DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
+# Tool fields that carry message text: never stored in events (SPEC §4.7).
+MESSAGE_TOOLS = ("__message_send", "__messages_list")
+NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session"}
+
+
+def check_payload(payload):
+    if not isinstance(payload, dict):
+        raise InvalidInput("The hook payload must be a JSON object, as Claude Code sends it.")
+    for key in ("session_id", "hook_event_name"):
+        value = payload.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInput(f"The hook payload has no {key}; send the payload exactly as Claude Code gives it.")
+        if len(value) > 200:
+            raise InvalidInput(f"The hook payload's {key} is longer than 200 characters.")
+
+
+def _clip(value, limit):
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) <= limit:
+        return value
+    return text[:limit] + f"… [truncated: {len(text)} characters in all]"
+
+
+def stored_fields(payload):
+    limit = settings.RELAYBAY_STORED_FIELD_CHARS
+    data = {k: _clip(v, limit) for k, v in payload.items() if k not in NOT_STORED}
+    tool = payload.get("tool_name") or ""
+    if tool.endswith(MESSAGE_TOOLS):
+        for key in ("tool_input", "tool_response"):
+            if key in data:
+                data[key] = "[not stored: message text]"
+    return data
+
+
+def _first_link(hook_session, payload, now):
+    """A hook id seen for the first time: a guessed link, to the only free desktop row in its
+    folder, else to a new row of kind hook (SPEC §1.2)."""
+    cwd = payload.get("cwd") or ""
+    row = None
+    if cwd:
+        free = list(
+            Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd)
+            .exclude(links__state__in=[HookLink.State.BUSY, HookLink.State.IDLE])[:2]
+        )
+        if len(free) == 1:
+            row = free[0]
+    if row is None:
+        row = Session.objects.create(kind=Session.Kind.HOOK, folder=cwd, last_seen_at=now)
+    link = HookLink.objects.create(
+        hook_session=hook_session,
+        session=row,
+        exact=False,
+        cwd=cwd,
+        transcript_path=payload.get("transcript_path") or "",
+        last_event_at=now,
+    )
+    record_event("link.guessed", session=row, hook_session=hook_session, data={"session": row.handle, "folder": cwd})
+    link.session = row
+    return link
+
+
+def _next_state(link, event_name):
+    State = HookLink.State
+    if event_name == "SessionStart":
+        return State.IDLE
+    if link.state == State.ENDED:
+        return State.ENDED
+    if event_name in DELIVERING_EVENTS:
+        return State.BUSY
+    if event_name == "Stop":
+        return State.IDLE
+    if event_name == "SessionEnd":
+        return State.ENDED
+    return link.state
+
+
+def _apply_event(link, event_name, payload, now):
+    updates = {"last_event_at": now}
+    state = _next_state(link, event_name)
+    if state != link.state:
+        updates["state"] = state
+    if event_name == "UserPromptSubmit":
+        updates["turn"] = F("turn") + 1
+        updates["stop_blocks"] = 0
+    if event_name in ("SessionStart", "SessionEnd"):
+        updates["waiter"] = ""
+        if link.waiter:
+            wake_waiters([link.hook_session])
+    if payload.get("transcript_path") and payload["transcript_path"] != link.transcript_path:
+        updates["transcript_path"] = payload["transcript_path"]
+    HookLink.objects.filter(pk=link.pk).update(**updates)
+    if "state" in updates:
+        link.state = state
+        ping("sessions")
+    Session.objects.filter(pk=link.session_id).update(last_seen_at=now)
+
+
+def _name_from_terminal(link, name):
+    """SessionStart carried RELAYBAY_SESSION: the user named this terminal session. Returns a
+    note for the SessionStart answer when the name could not be used."""
+    try:
+        with transaction.atomic():
+            name = lib.check_name(name, what="RELAYBAY_SESSION name")
+            rows = lib.find_sessions(name)
+            if len(rows) > 1:
+                raise Ambiguous(f'several sessions go by "{name}"; use an S-<id> handle in RELAYBAY_SESSION')
+            if rows:
+                row = rows[0]
+            elif link.session.kind == Session.Kind.HOOK and not link.exact:
+                row = link.session
+                row.title = name
+                row.save(update_fields=["title"])
+            else:
+                row = Session.objects.create(kind=Session.Kind.HOOK, title=name, folder=link.cwd)
+            result = link_hook_session(row, link.hook_session)
+        return result.link, ""
+    except (InvalidInput, Ambiguous, Refused) as error:
+        return link, f"RELAYBAY_SESSION was not used: {error.message}"
+
+
+def ingest_hook(payload, *, replay=False, spooled_at=None):
+    """Record one hook event and return the answer JSON for Claude Code."""
+    check_payload(payload)
+    event_name = payload["hook_event_name"]
+    hook_session = payload["session_id"]
+    now = timezone.now()
+    with transaction.atomic():
+        link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first()
+        if link is None:
+            link = _first_link(hook_session, payload, now)
+        _apply_event(link, event_name, payload, now)
+        note = ""
+        if event_name == "SessionStart" and payload.get("relaybay_session") and not replay:
+            link, note = _name_from_terminal(link, payload["relaybay_session"])
+            link.refresh_from_db()
+        record_event(
+            f"hook.{event_name}",
+            session=link.session,
+            hook_session=hook_session,
+            data=stored_fields(payload),
+            replay=replay,
+            happened_at=spooled_at,
+        )
+        if replay:
+            # Nobody waits for a replayed event's answer: nothing is delivered through it.
+            return {}
+        if event_name == "SessionStart":
+            text = lib.identity_text(link) + (f"\n{note}" if note else "")
+            return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        if not link.carries_deliveries:
+            return {}
+        if event_name in DELIVERING_EVENTS:
+            if not delivery.has_pending(link.session_id):
+                return {}
+            claimed = delivery.claim_pending(link, event_name)
+            return delivery.context_answer(event_name, claimed) if claimed else {}
+        if event_name == "Stop" and delivery.has_pending(link.session_id):
+            return delivery.stop_answer(link)
+    return {}

@@ -1,0 +1,124 @@
+"""Reads and formatting for sessions: name lookup, link state, the texts hooks deliver."""
+
+import re
+
+from django.db.models import Prefetch, Q
+
+from relaybay.errors import InvalidInput
+
+from .models import HookLink, Session, fold_name
+
+HANDLE_RE = re.compile(r"^S-(\d+)$")
+NAME_MAX = 200
+
+
+def check_name(name, *, what="name"):
+    """A name is one line of at most 200 characters, not blank."""
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise InvalidInput(f"The {what} must be a string.")
+    if any(ch in name for ch in "\r\n\v\f\x85\u2028\u2029"):
+        raise InvalidInput(f"The {what} must be a single line; remove the line break.")
+    name = name.strip()
+    if not name:
+        raise InvalidInput(f"The {what} is empty; give a session title, alias, desktop id or S-<id> handle.")
+    if len(name) > NAME_MAX:
+        raise InvalidInput(f"The {what} is longer than {NAME_MAX} characters; use a shorter title or alias.")
+    return name
+
+
+def find_sessions(name):
+    """Every row that goes by `name` (SPEC §1.1). Never creates a row."""
+    name = (name or "").strip()
+    if not name:
+        return []
+    match = Q(name_keys__contains="\n" + fold_name(name) + "\n") | Q(desktop_id=name)
+    match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
+    handle = HANDLE_RE.match(name)
+    if handle:
+        match |= Q(pk=int(handle.group(1)))
+    return list(Session.objects.filter(match).prefetch_related(Prefetch("links", HookLink.objects.order_by("-id"))))
+
+
+def current_link(session):
+    """The link that speaks for the row: its live exact link, else its newest link."""
+    links = list(session.links.all())
+    for link in links:
+        if link.exact and link.live:
+            return link
+    return links[0] if links else None
+
+
+def link_state(session):
+    """('exact'|'guessed'|'none', 'busy'|'idle'|'ended'|'')."""
+    link = current_link(session)
+    if link is None:
+        return "none", ""
+    return ("exact" if link.exact else "guessed"), link.state
+
+
+def describe_link(session):
+    exactness, state = link_state(session)
+    if exactness == "none":
+        return "no hook link"
+    return f"{exactness}, {state}"
+
+
+def why_not_deliverable(session):
+    """A sentence saying why nothing can be delivered to this row now, or '' when it can."""
+    if session is None:
+        return "its session row is gone."
+    link = current_link(session)
+    if link is None:
+        return "it never linked its own hook session (no hook events seen)."
+    if not link.exact:
+        return "its hook link is only guessed; it must link itself (session_link or RELAYBAY_SESSION)."
+    if not link.live:
+        return "it has ended; this waits in case it comes back."
+    return ""
+
+
+def how_to_link(hook_session=None):
+    hook = hook_session or "<your CLAUDE_CODE_SESSION_ID>"
+    return (
+        f'call the relaybay MCP tool session_link(hook_session="{hook}", session="<your name>"), '
+        "or start Claude Code with RELAYBAY_SESSION=<your name> in the environment"
+    )
+
+
+def identity_text(link):
+    session = link.session
+    lines = [
+        f"relaybay: this Claude Code session is tracked as {session.handle} "
+        f'("{session.name}", kind {session.kind}) with hook session id {link.hook_session}.',
+    ]
+    if link.exact:
+        lines.append(
+            "Its link is exact: the owner's comments and messages from other sessions are delivered to you here. "
+            f'In relaybay tools, name yourself session="{session.name}" with hook_session="{link.hook_session}".'
+        )
+    else:
+        lines.append(
+            "Its link is only guessed, so nothing is delivered to you yet. To make it exact, "
+            + how_to_link(link.hook_session)
+            + "."
+        )
+    return "\n".join(lines)
+
+
+def session_summary(session):
+    """What discovery shows of a row: names and state, never a hook id."""
+    exactness, state = link_state(session)
+    return {
+        "handle": session.handle,
+        "name": session.name,
+        "title": session.title,
+        "aliases": session.aliases,
+        "desktop_id": session.desktop_id,
+        "kind": session.kind,
+        "folder": session.folder,
+        "task": session.task.title if session.task_id else None,
+        "link": exactness,
+        "state": state,
+    }

@@ -1,0 +1,154 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+def fold_name(name):
+    return name.strip().casefold()
+
+
+def fold_names(title, aliases):
+    keys = [fold_name(n) for n in [title, *aliases] if n and n.strip()]
+    return "\n" + "\n".join(keys) + "\n" if keys else ""
+
+
+class Task(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open"
+        DONE = "done"
+
+    title = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=Status, default=Status.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return self.title
+
+
+class Session(models.Model):
+    """One agent conversation (SPEC §1.1)."""
+
+    class Kind(models.TextChoices):
+        DESKTOP = "desktop"
+        HOOK = "hook"
+        MCP = "mcp"
+
+    kind = models.CharField(max_length=10, choices=Kind)
+    title = models.CharField(max_length=200, blank=True)
+    aliases = models.JSONField(default=list, blank=True)
+    desktop_id = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    folder = models.CharField(max_length=1000, blank=True, db_index=True)
+    status = models.CharField(max_length=50, blank=True, help_text="Desktop status as reported")
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    # Title and aliases folded for case-insensitive lookup, one per line, framed by line
+    # breaks so `contains("\nname\n")` matches whole names on SQLite and PostgreSQL alike.
+    name_keys = models.TextField(blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-last_seen_at", "-id"]
+
+    def save(self, *args, **kwargs):
+        self.name_keys = fold_names(self.title, self.aliases)
+        if kwargs.get("update_fields") is not None and ("title" in kwargs["update_fields"] or "aliases" in kwargs["update_fields"]):
+            kwargs["update_fields"] = {*kwargs["update_fields"], "name_keys"}
+        super().save(*args, **kwargs)
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def handle(self):
+        return f"S-{self.pk}"
+
+    @property
+    def name(self):
+        """The name it shows under: its title, else its desktop id, else its hook id."""
+        if self.title:
+            return self.title
+        if self.desktop_id:
+            return self.desktop_id
+        if self.kind == self.Kind.HOOK:
+            first = self.links.order_by("id").first()
+            if first:
+                return first.hook_session
+        return self.handle
+
+
+class HookLink(models.Model):
+    """Ties one Claude Code session id to one session row (SPEC §1.2)."""
+
+    class State(models.TextChoices):
+        BUSY = "busy"
+        IDLE = "idle"
+        ENDED = "ended"
+
+    hook_session = models.CharField(max_length=200, unique=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="links")
+    exact = models.BooleanField(default=False)
+    state = models.CharField(max_length=10, choices=State, default=State.IDLE)
+    turn = models.PositiveIntegerField(default=0, help_text="Counts UserPromptSubmit events")
+    stop_blocks = models.PositiveIntegerField(default=0, help_text="Stop blocks given in this turn")
+    waiter = models.CharField(max_length=40, blank=True, help_text="The wake-up waiter that is current")
+    cwd = models.CharField(max_length=1000, blank=True)
+    transcript_path = models.CharField(max_length=1000, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"{self.hook_session} → {self.session_id}"
+
+    @property
+    def live(self):
+        return self.state != self.State.ENDED
+
+    @property
+    def carries_deliveries(self):
+        return self.exact and self.live
+
+
+class Comment(models.Model):
+    """The owner's comment to a session (SPEC §3)."""
+
+    session = models.ForeignKey(Session, null=True, on_delete=models.SET_NULL, related_name="comments")
+    session_name = models.CharField(max_length=200, help_text="The name the session had when written to")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    delivered_by = models.CharField(max_length=300, blank=True, help_text="Hook event and hook id that carried it")
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["session", "id"], condition=Q(delivered_at=None), name="comment_pending"),
+        ]
+
+    def __str__(self):
+        return f"Comment {self.pk} to {self.session_name}"
+
+
+class Event(models.Model):
+    """What happened, for the feed and the link history. Names, ids and marks; never message text."""
+
+    name = models.CharField(max_length=60, db_index=True)
+    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="events")
+    hook_session = models.CharField(max_length=200, blank=True)
+    replay = models.BooleanField(default=False)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    happened_at = models.DateTimeField(null=True, blank=True, help_text="When a replayed event was spooled")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["session", "-id"], name="event_by_session")]
+
+    def __str__(self):
+        return self.name
