@@ -39,3 +39,50 @@ def read_mark(message):
     if message.read_at is None:
         return ""
     return "read" if message.read_verified else "read (name not verified)"
+
+
+def message_summary(message, *, viewer_id=None):
+    """One message as tools show it: marks, names, and the body as one quoted literal."""
+    from sessions_app.lib import why_not_deliverable
+
+    if message.delivered_at:
+        status = "delivered"
+    elif message.read_at:
+        status = "read before delivery"
+    else:
+        status = "not delivered yet: " + (why_not_deliverable(message.recipient) or "waiting for its next hook.")
+    return {
+        "id": message.pk,
+        "handle": f"M-{message.pk}",
+        "from": message.sender_name,
+        "from_handle": f"S-{message.sender_id}" if message.sender_id else None,
+        "from_verified": message.sender_verified,
+        "to": message.recipient_name,
+        "to_handle": f"S-{message.recipient_id}" if message.recipient_id else None,
+        "task": message.task.title if message.task_id else None,
+        "in_reply_to": message.parent_id,
+        "depth": message.depth,
+        "sent_at": message.created_at.isoformat(),
+        "delivered_at": message.delivered_at.isoformat() if message.delivered_at else None,
+        "read_at": message.read_at.isoformat() if message.read_at else None,
+        "read": read_mark(message),
+        "status": status,
+        "body": quote_body(message.body),
+    }
+
+
+def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
+    from .models import SessionMessage
+
+    messages = SessionMessage.objects.select_related("task", "recipient").prefetch_related("recipient__links")
+    if box == "inbox":
+        messages = messages.filter(recipient=row)
+    elif box == "sent":
+        messages = messages.filter(sender=row)
+    else:
+        messages = messages.filter(recipient=row) | messages.filter(sender=row)
+    if unread_only:
+        messages = messages.filter(read_at=None)
+    if task is not None:
+        messages = messages.filter(task=task)
+    return list(messages.order_by("-id")[:limit])

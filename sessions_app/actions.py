@@ -19,7 +19,7 @@ def candidates_sentence(rows):
     parts = []
     for row in rows:
         exactness, state = lib.link_state(row)
-        bits = [row.handle, f'"{row.name}"']
+        bits = [row.handle, f'"{row.public_name}"']
         if row.desktop_id:
             bits.append(f"desktop id {row.desktop_id}")
         bits.append(f"{exactness} {state}".strip())
@@ -51,6 +51,24 @@ def resolve_named(session=None, session_title=None, *, what="session"):
             f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.'
         )
     return name, (rows[0] if rows else None)
+
+
+def named_row(name, hook_session=None, *, kind):
+    """The row a write names, made when no row goes by the name. A hook row that was only
+    guessed for this hook id simply takes the name. Call inside a transaction."""
+    rows = lib.find_sessions(name)
+    if len(rows) > 1:
+        raise Ambiguous(f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.')
+    if rows:
+        return rows[0], False
+    link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first() if hook_session else None
+    if link and link.session.kind == Session.Kind.HOOK and not link.exact and not link.session.title:
+        row = link.session
+        row.title = name
+        row.save(update_fields=["title"])
+        return row, False
+    folder = link.cwd if link else ""
+    return Session.objects.create(kind=kind, title=name, folder=folder), True
 
 
 @dataclass

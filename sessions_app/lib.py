@@ -112,7 +112,7 @@ def session_summary(session):
     exactness, state = link_state(session)
     return {
         "handle": session.handle,
-        "name": session.name,
+        "name": session.public_name,
         "title": session.title,
         "aliases": session.aliases,
         "desktop_id": session.desktop_id,

@@ -66,6 +66,11 @@ class Session(models.Model):
         return f"S-{self.pk}"
 
     @property
+    def public_name(self):
+        """The name shown to other sessions: never a hook id."""
+        return self.title or self.desktop_id or self.handle
+
+    @property
     def name(self):
         """The name it shows under: its title, else its desktop id, else its hook id."""
         if self.title:

@@ -11,7 +11,7 @@ from relaybay.errors import Ambiguous, InvalidInput, Refused
 from relaybay.events import ping, record_event, wake_waiters
 
 from .. import lib
-from ..actions import link_hook_session
+from ..actions import link_hook_session, named_row
 from ..models import HookLink, Session
 from . import delivery
 
@@ -119,17 +119,7 @@ def _name_from_terminal(link, name):
     try:
         with transaction.atomic():
             name = lib.check_name(name, what="RELAYBAY_SESSION name")
-            rows = lib.find_sessions(name)
-            if len(rows) > 1:
-                raise Ambiguous(f'several sessions go by "{name}"; use an S-<id> handle in RELAYBAY_SESSION')
-            if rows:
-                row = rows[0]
-            elif link.session.kind == Session.Kind.HOOK and not link.exact:
-                row = link.session
-                row.title = name
-                row.save(update_fields=["title"])
-            else:
-                row = Session.objects.create(kind=Session.Kind.HOOK, title=name, folder=link.cwd)
+            row, _ = named_row(name, link.hook_session, kind=Session.Kind.HOOK)
             result = link_hook_session(row, link.hook_session)
         return result.link, ""
     except (InvalidInput, Ambiguous, Refused) as error:
@@ -146,11 +136,12 @@ def ingest_hook(payload, *, replay=False, spooled_at=None):
         link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first()
         if link is None:
             link = _first_link(hook_session, payload, now)
-        _apply_event(link, event_name, payload, now)
         note = ""
         if event_name == "SessionStart" and payload.get("relaybay_session") and not replay:
+            # Named before the event revives the link: a resumed id whose exact link has
+            # ended may be taken by the name it starts under now (SPEC §1.3).
             link, note = _name_from_terminal(link, payload["relaybay_session"])
-            link.refresh_from_db()
+        _apply_event(link, event_name, payload, now)
         record_event(
             f"hook.{event_name}",
             session=link.session,

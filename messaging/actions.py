@@ -1,0 +1,314 @@
+"""The writes of the MCP channel: send, acknowledge, link (SPEC §4). The JSON API, the MCP
+server (through the API) and the board all call these; no rule is written twice."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from relaybay.errors import InvalidInput, NotFound, RateLimited, Refused, SenderRefused
+from relaybay.events import ping, record_event, wake_waiters
+from sessions_app import lib as session_lib
+from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
+from sessions_app.hooks.delivery import BUDGET, HEADER_RESERVE
+from sessions_app.models import HookLink, Session
+
+from . import lib
+from .models import SessionMessage
+
+SENDS_PER_MINUTE = 10
+MAX_DEPTH = 8
+
+
+@dataclass
+class Sender:
+    row: Session
+    name: str
+    verified: bool
+
+
+def _live_exact_link(row):
+    return row.links.filter(exact=True).exclude(state=HookLink.State.ENDED).first()
+
+
+def resolve_sender(*, session=None, session_title=None, hook_session=None, create=True):
+    """Who is writing, by the rules of SPEC §4.2. Call inside a transaction: it may create an
+    `mcp` row or move a link, and a refusal raised later rolls those back."""
+    name = session_lib.check_name(session if session is not None else session_title, what="sender name")
+    hook_session = (hook_session or "").strip() or None
+    if name is None and hook_session is None:
+        raise SenderRefused(
+            "The sender is required: pass session (your title or name) and hook_session "
+            "(your CLAUDE_CODE_SESSION_ID) so the recipient knows who writes."
+        )
+    link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first() if hook_session else None
+    if link is not None and link.exact and link.live and (name is None or link.session not in session_lib.find_sessions(name)):
+        if name is not None:
+            raise SenderRefused(
+                f'Hook session {hook_session} belongs to another live session, not to "{name}". '
+                "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."
+            )
+    if name is None:
+        if link is None:
+            raise SenderRefused(
+                f"relaybay has seen no hook events from hook session {hook_session}; "
+                "pass session with your name as well (it is then stored as not verified)."
+            )
+        return Sender(link.session, link.session.public_name, link.carries_deliveries)
+
+    if create:
+        row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
+    else:
+        row = resolve_one(name, what="session")
+    held = _live_exact_link(row)
+    proof = link if (link is not None and link.live) else None
+    if held is not None and (proof is None or proof.pk != held.pk):
+        if proof is None:
+            raise SenderRefused(
+                f'"{name}" is linked to a live Claude Code session; write with its hook_session to prove it is you. '
+                "If you restarted without a session end, write again with your new hook_session "
+                "(CLAUDE_CODE_SESSION_ID): that moves the link to you."
+            )
+    if proof is not None:
+        result = link_hook_session(row, hook_session)
+        return Sender(row, name, result.verified)
+    return Sender(row, name, False)
+
+
+def _check_body(body):
+    if not isinstance(body, str):
+        raise InvalidInput("The body must be text.")
+    body = lib.normalise_body(body)
+    if not body.strip():
+        raise InvalidInput("The body is empty; write the message text in body.")
+    if len(body) > lib.BODY_MAX:
+        raise InvalidInput(
+            f"The body is {len(body)} characters after normalising line breaks; the limit is {lib.BODY_MAX}. "
+            "Shorten it or split it into several messages."
+        )
+    return body
+
+
+def _check_fits(message):
+    # The frame is measured with a long id so the real one can only be shorter.
+    pk, message.pk = message.pk, 10**12
+    size = HEADER_RESERVE + len(lib.message_block(message))
+    message.pk = pk
+    if size > BUDGET:
+        raise InvalidInput(
+            f"This body would take {size} characters once quoted and framed, over the {BUDGET} one hook answer "
+            "can carry (line breaks, quotes and backslashes count double). Shorten it or split it."
+        )
+
+
+def _check_rate(sender_row, now):
+    window = SessionMessage.objects.filter(sender=sender_row, created_at__gt=now - timedelta(minutes=1))
+    recent = list(window.order_by("created_at").values_list("created_at", flat=True)[:SENDS_PER_MINUTE])
+    if len(recent) >= SENDS_PER_MINUTE:
+        wait = max(1, int((recent[0] + timedelta(minutes=1) - now).total_seconds() + 0.999))
+        raise RateLimited(
+            f"You sent {SENDS_PER_MINUTE} messages in the last minute, the limit. Wait {wait} s before sending again."
+        )
+
+
+def get_message(message_id):
+    ref = str(message_id).strip()
+    ref = ref[2:] if ref.upper().startswith("M-") else ref
+    if not ref.isdigit():
+        raise InvalidInput(f'"{message_id}" is not a message id; give the number, like 12 or M-12.')
+    message = SessionMessage.objects.select_related("sender", "recipient").filter(pk=int(ref)).first()
+    if message is None:
+        raise NotFound(f"There is no message M-{ref}. messages_list shows your messages and their ids.")
+    return message
+
+
+def reachability(recipient):
+    """What the sender is told about when the message can arrive (SPEC §4.3)."""
+    link = session_lib.current_link(recipient)
+    if link is None or not link.exact:
+        return (
+            "Not delivered: it never linked its own hook session, so no hook can carry this to it. "
+            "It gets it once it links (session_link with its hook_session, or RELAYBAY_SESSION when it starts); "
+            "the owner sees it on the board."
+        )
+    if not link.live:
+        return "Not delivered: it has ended; this waits in case it comes back."
+    if link.state == HookLink.State.IDLE:
+        if link.waiter:
+            return "Not delivered yet: it is idle, and its wake-up hook is waiting: it is being woken with this now."
+        return "Not delivered yet: it is idle. It sees this at its next prompt or wake-up."
+    return "Not delivered yet: it reaches it at its next tool call or prompt."
+
+
+@dataclass
+class SendResult:
+    message: SessionMessage
+    status: str
+
+    @property
+    def note(self):
+        if self.message.sender_verified:
+            return ""
+        return (
+            "Your name is not verified (no live hook link of yours proves it), and the recipient is told so. "
+            "Pass hook_session=<your CLAUDE_CODE_SESSION_ID> to verify it."
+        )
+
+
+def _refuse_deep_reply(parent):
+    with transaction.atomic():
+        SessionMessage.objects.filter(pk=parent.pk).update(needs_owner=True, owner_seen_at=None)
+        record_event(
+            "message.depth_refused",
+            session=parent.recipient,
+            data={"message": parent.pk, "from": parent.sender_name, "to": parent.recipient_name, "depth": parent.depth + 1},
+        )
+        ping("inbox", "messages")
+    raise Refused(
+        f"This reply would be {parent.depth + 1} deep; replies stop at {MAX_DEPTH}. "
+        f"M-{parent.pk} went to the owner's Inbox instead: leave the decision to the owner."
+    )
+
+
+def do_send_message(*, body, to=None, task=None, in_reply_to=None, session=None, session_title=None, hook_session=None):
+    body = _check_body(body)
+    parent = get_message(in_reply_to) if in_reply_to not in (None, "") else None
+    if parent is not None and parent.depth + 1 > MAX_DEPTH:
+        # The refusal writes only the owner's Inbox mark, never the reply.
+        _refuse_deep_reply(parent)
+    now = timezone.now()
+    with transaction.atomic():
+        sender = resolve_sender(session=session, session_title=session_title, hook_session=hook_session)
+        Session.objects.select_for_update().filter(pk=sender.row.pk).first()
+        if to not in (None, ""):
+            recipient = resolve_one(to, what="recipient")
+            recipient_name = session_lib.check_name(to)
+        elif parent is not None:
+            recipient = parent.sender
+            recipient_name = parent.sender_name
+            if recipient is None:
+                raise NotFound(f"M-{parent.pk}'s sender row is gone; there is nobody to reply to.")
+        else:
+            raise InvalidInput("Say who receives it: pass to (a session name, S-<id> handle or desktop id), or in_reply_to.")
+        if recipient.pk == sender.row.pk:
+            raise Refused("A session cannot write to itself; pass another session in to (sessions_list shows them).")
+        _check_rate(sender.row, now)
+        task_row = get_task(task) if task not in (None, "") else (parent.task if parent else sender.row.task)
+        status = reachability(recipient)
+        message = SessionMessage(
+            sender=sender.row,
+            sender_name=sender.name,
+            sender_verified=sender.verified,
+            recipient=recipient,
+            recipient_name=recipient_name,
+            task=task_row,
+            body=body,
+            parent=parent,
+            depth=parent.depth + 1 if parent else 0,
+            not_delivered_reason=status,
+        )
+        _check_fits(message)
+        message.save()
+        edge = {"message": message.pk, "from": sender.row.handle, "from_name": sender.name, "to": recipient.handle, "to_name": recipient_name}
+        record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
+        record_event("message.sent", session=sender.row, data={**edge, "verified": sender.verified, "depth": message.depth})
+        if parent is not None and parent.recipient_id == sender.row.pk:
+            _mark_read([parent], reader=sender.row, verified=sender.verified, proven=_can_ack(sender.row, sender.verified))
+        waiting = recipient.links.filter(exact=True, state=HookLink.State.IDLE).exclude(waiter="")
+        wake_waiters(waiting.values_list("hook_session", flat=True))
+        ping("messages", "sessions", "map", "events")
+    return SendResult(message, status)
+
+
+def _can_ack(row, proven_by_hook):
+    """SPEC §4.4: a row with an exact link (live or ended) needs that link's id; a row that
+    never linked itself cannot prove anything and its acks are marked not verified."""
+    if row.links.filter(exact=True).exists():
+        return proven_by_hook
+    return True
+
+
+def _mark_read(messages, *, reader, verified, proven):
+    if not proven:
+        return 0
+    now = timezone.now()
+    marked = 0
+    for message in messages:
+        if SessionMessage.objects.filter(pk=message.pk, read_at=None).update(read_at=now, read_verified=verified):
+            marked += 1
+            record_event(
+                "message.read",
+                session=reader,
+                data={"message": message.pk, "from": message.sender_name, "to": message.recipient_name, "verified": verified},
+            )
+    if marked:
+        ping("messages", "sessions")
+    return marked
+
+
+@dataclass
+class AckResult:
+    session: Session
+    marked: int
+    verified: bool
+
+
+def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_session=None):
+    with transaction.atomic():
+        name = session_lib.check_name(session if session is not None else session_title, what="session")
+        hook = (hook_session or "").strip()
+        link = HookLink.objects.select_related("session").filter(hook_session=hook).first() if hook else None
+        if name is not None:
+            row = resolve_one(name, what="session")
+        elif link is not None:
+            row = link.session
+        else:
+            raise InvalidInput("Say whose mail is read: pass session (your name) and hook_session.")
+        exact_ids = set(row.links.filter(exact=True).values_list("hook_session", flat=True))
+        if exact_ids and hook not in exact_ids:
+            raise Refused(
+                f'"{row.public_name}" has an exact hook link: acknowledge with its hook_session '
+                "(your CLAUDE_CODE_SESSION_ID), so its mail is not marked read in its name by someone else."
+            )
+        verified = bool(exact_ids)
+        if message_id not in (None, ""):
+            message = get_message(message_id)
+            if message.recipient_id != row.pk:
+                raise Refused(f"M-{message.pk} is not addressed to {row.handle}; you can only acknowledge your own mail.")
+            messages = [message]
+        else:
+            unread = SessionMessage.objects.filter(recipient=row, read_at=None)
+            messages = list(unread.exclude(delivered_at=None) if verified else unread)
+        marked = _mark_read(messages, reader=row, verified=verified, proven=True)
+    return AckResult(row, marked, verified)
+
+
+def do_link_session(*, hook_session, session=None, session_title=None):
+    hook = (hook_session or "").strip()
+    if not hook:
+        raise InvalidInput("Pass hook_session: your CLAUDE_CODE_SESSION_ID.")
+    with transaction.atomic():
+        link = HookLink.objects.filter(hook_session=hook).first()
+        if link is None:
+            raise NotFound(
+                f"relaybay has seen no hook events from hook session {hook}, so there is nothing to link. "
+                "Check the id (CLAUDE_CODE_SESSION_ID) and that relaybay's hooks are configured (python manage.py claude_config)."
+            )
+        if not link.live:
+            raise Refused(f"Hook session {hook} has ended; link the hook session you are running in now.")
+        name = session_lib.check_name(session if session is not None else session_title, what="session")
+        if name is None:
+            raise InvalidInput("Pass session (or session_title): the name to link this hook session to.")
+        row, _ = named_row(name, hook, kind=Session.Kind.MCP)
+        result = link_hook_session(row, hook)
+    return result
+
+
+def do_mark_inbox_seen(*, message):
+    with transaction.atomic():
+        SessionMessage.objects.filter(pk=message.pk).update(owner_seen_at=timezone.now())
+        record_event("message.owner_seen", session=message.recipient, data={"message": message.pk})
+        ping("inbox", "messages")
+    message.refresh_from_db()
+    return message
