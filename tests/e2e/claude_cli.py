@@ -57,8 +57,13 @@ def prepare_home(home, *trusted_dirs):
     return home
 
 
-def claude_env(model_url, home, extra=None):
-    """The environment for a CLI run pointed at `model_url` with an isolated HOME."""
+def claude_env(model_url, home, extra=None, cwd=None):
+    """The environment for a CLI run pointed at `model_url` with an isolated HOME.
+
+    Also prepares HOME (see prepare_home), trusting `cwd` when given, so the environment is
+    ready for a hand-made subprocess call.
+    """
+    prepare_home(home, *([cwd] if cwd else []))
     env = {
         "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
         "HOME": str(home),
@@ -116,7 +121,6 @@ def run_claude(
     With the default JSON output, `result.stdout` holds one object with `session_id`,
     `result` (the final text) and `is_error`; parse it with `parse_result`.
     """
-    prepare_home(home, cwd)
     return subprocess.run(
         claude_args(
             prompt,
@@ -126,11 +130,12 @@ def run_claude(
             resume=resume,
         ),
         cwd=cwd,
-        env=claude_env(model_url, home, extra_env),
+        env=claude_env(model_url, home, extra_env, cwd=cwd),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,  # callers assert on the exit code and want stderr in the message
     )
 
 
@@ -234,7 +239,6 @@ def start_interactive(
     servers: against the model server, any command it deems risky stops at a dialog. The
     default permission mode keeps the behaviour of `-p` runs: `allowed_tools` run, others ask.
     """
-    prepare_home(home, cwd)
     args = [claude_bin(), "--permission-mode", permission_mode]
     if settings_file:
         args += ["--settings", str(settings_file)]
@@ -244,20 +248,18 @@ def start_interactive(
         args += ["--allowedTools", allowed_tools]
     if resume:
         args += ["--resume", resume]
-    env = claude_env(model_url, home, extra_env)
+    env = claude_env(model_url, home, extra_env, cwd=cwd)
     # `env -i` gives the CLI exactly this environment, whatever the tmux server inherited.
     command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *args])
 
     # tmux sockets live under a short /tmp path: a Unix socket path is limited to ~107 bytes,
     # which a pytest tmp_path can exceed.
     session = InteractiveClaude(tempfile.mkdtemp(prefix="relaybay-tmux-"))
-    session.tmux(
-        "-f", "/dev/null",
-        "new-session", "-d", "-s", session.name,
-        "-x", str(width), "-y", str(height),
-        "-c", str(cwd), command,
-        ";", "set-option", "-t", session.name, "remain-on-exit", "on",
-    )  # fmt: skip
+    new_session = ["new-session", "-d", "-s", session.name, "-x", str(width), "-y", str(height)]
+    new_session += ["-c", str(cwd), command]
+    keep_pane = ["set-option", "-t", session.name, "remain-on-exit", "on"]
+    # -f /dev/null: a developer's ~/.tmux.conf must not change key handling or the screen.
+    session.tmux("-f", "/dev/null", *new_session, ";", *keep_pane)
     try:
         session.wait_for_screen("❯", timeout=ready_timeout)
     except BaseException:

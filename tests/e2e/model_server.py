@@ -88,7 +88,10 @@ class ModelServer:
     def start(self):
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll interval keeps stop() fast: shutdown() waits for the next poll.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -200,18 +203,13 @@ def _sse_events(message):
         else:
             opening = dict(block, input={})
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        yield "content_block_start", {
-            "type": "content_block_start",
-            "index": index,
-            "content_block": opening,
-        }
+        start_block = {"type": "content_block_start", "index": index, "content_block": opening}
+        yield "content_block_start", start_block
         yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": message["usage"]["output_tokens"]},
-    }
+    stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+    usage = {"output_tokens": message["usage"]["output_tokens"]}
+    yield "message_delta", {"type": "message_delta", "delta": stop, "usage": usage}
     yield "message_stop", {"type": "message_stop"}
 
 

@@ -1,11 +1,9 @@
 """The e2e scaffolding works: the scripted model server drives the real Claude Code CLI.
 
-These tests need no Django. Run them alone with
-`.venv/bin/python -m pytest tests/e2e/test_model_server.py -p no:django`.
+Nothing here touches Django or the database.
 """
 
 import json
-import shlex
 import urllib.request
 
 import pytest
@@ -92,7 +90,12 @@ def test_a_scripted_tool_call_runs_and_its_result_reaches_the_model(model, claud
 
 def test_parallel_tool_calls_all_run(model, claude):
     model.add_steps(
-        tools([("Bash", {"command": "echo one-$((1+1))"}), ("Bash", {"command": "echo three-$((1+2))"})]),
+        tools(
+            [
+                ("Bash", {"command": "echo one-$((1+1))"}),
+                ("Bash", {"command": "echo three-$((1+2))"}),
+            ]
+        ),
         text("both ran"),
     )
 
@@ -107,8 +110,8 @@ def test_user_prompt_submit_context_reaches_the_model(model, claude, tmp_path):
         tmp_path,
         "context.sh",
         "cat >/dev/null\n"
-        "printf '{\"hookSpecificOutput\": {\"hookEventName\": \"UserPromptSubmit\", "
-        "\"additionalContext\": \"ctx-%s\"}}' xyz\n",
+        'printf \'{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", '
+        '"additionalContext": "ctx-%s"}}\' xyz\n',
     )
     settings = write_settings(
         tmp_path, {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}]}
@@ -202,7 +205,11 @@ class TestServerWithoutTheCli:
         )
 
         assert content_type == "text/event-stream"
-        events = [line[len("event: "):] for line in stream.splitlines() if line.startswith("event: ")]
+        events = [
+            line.removeprefix("event: ")
+            for line in stream.splitlines()
+            if line.startswith("event: ")
+        ]
         assert events == [
             "message_start",
             "content_block_start",
@@ -225,19 +232,17 @@ class TestServerWithoutTheCli:
         assert json.loads(body) == {"input_tokens": 10}
 
     def test_request_texts_flatten_text_and_tool_results(self, model):
+        listed = [{"type": "text", "text": "listed result"}]
+        blocks = [
+            {"type": "text", "text": "a block"},
+            {"type": "tool_result", "tool_use_id": "t1", "content": "string result"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": listed},
+        ]
         messages = [
             {"role": "user", "content": "plain string"},
-            {"role": "user", "content": [
-                {"type": "text", "text": "a block"},
-                {"type": "tool_result", "tool_use_id": "t1", "content": "string result"},
-                {"type": "tool_result", "tool_use_id": "t2", "content": [
-                    {"type": "text", "text": "listed result"},
-                ]},
-            ]},
-        ]  # fmt: skip
+            {"role": "user", "content": blocks},
+        ]
         post(f"{model.url}/v1/messages", {"system": "hidden", "messages": messages})
 
-        assert model.request_texts() == [
-            "plain string\na block\nstring result\nlisted result"
-        ]
+        assert model.request_texts() == ["plain string\na block\nstring result\nlisted result"]
         assert model.wait_for_text("listed result", timeout=1)
