@@ -7,4 +7,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("", include("sessions_app.urls")),
+    path("", include("messaging.urls")),
 ]

@@ -1,13 +1,29 @@
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from . import views
 
+login_view = auth_views.LoginView.as_view(
+    template_name="login.html", authentication_form=AdminAuthenticationForm, redirect_authenticated_user=True
+)
+
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(template_name="login.html"), name="login"),
+    path("login/", login_view, name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.sessions_list, name="sessions"),
     path("sessions/<int:pk>/", views.session_detail, name="session"),
     path("sessions/<int:pk>/comment/", views.write_comment, name="session-comment"),
     path("sessions/<int:pk>/edit/", views.edit_session, name="session-edit"),
+    path("sessions/<int:pk>/export.md", views.session_export, name="session-export"),
+    path("tasks/", views.tasks_list, name="tasks"),
+    path("tasks/new/", views.create_task, name="task-create"),
+    path("tasks/<int:pk>/", views.task_detail, name="task"),
+    path("tasks/<int:pk>/edit/", views.edit_task, name="task-edit"),
+    path("tasks/<int:pk>/attach/", views.attach_session, name="task-attach"),
+    path("tasks/<int:pk>/detach/<int:session_pk>/", views.detach_session, name="task-detach"),
+    path("tasks/<int:pk>/export.md", views.task_export, name="task-export"),
+    path("events/", views.events_feed, name="events"),
+    path("map/", views.map_view, name="map"),
+    path("search/", views.search_view, name="search"),
 ]

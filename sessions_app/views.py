@@ -1,51 +1,136 @@
+"""The owner's board: sessions, tasks, events, map, search and export pages.
+
+Plain function views over the actions (writes) and `board` (reads). Each live fragment of a
+page is a `{% partialdef %}` whose container refetches itself on a refresh ping; the view
+renders only that fragment when htmx asks for it (see board.render_board).
+"""
+
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404, redirect, render
+from django.db.models import Count, Q
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from relaybay.errors import RelaybayError
 
-from . import actions, lib
-from .models import Session
+from . import actions, board, export, search
+from . import map as session_map
+from .board import render_board
+from .models import Comment, Event, HookLink, Session, Task
 
 owner_required = staff_member_required(login_url="login")
+
+LIVE = [HookLink.State.BUSY, HookLink.State.IDLE]
+SESSION_STATES = {
+    "live": lambda qs: qs.filter(links__state__in=LIVE).distinct(),
+    "busy": lambda qs: qs.filter(links__state=HookLink.State.BUSY).distinct(),
+    "idle": lambda qs: qs.filter(links__state=HookLink.State.IDLE).distinct(),
+    "ended": lambda qs: qs.filter(links__isnull=False).exclude(links__state__in=LIVE).distinct(),
+    "unlinked": lambda qs: qs.filter(links__isnull=True),
+}
+EVENT_KINDS = ["hook", "message", "comment", "link", "session", "task", "desktop"]
+
+
+def _task_from(request, key="task"):
+    ref = request.GET.get(key, "")
+    return Task.objects.filter(pk=ref).first() if ref.isdigit() else None
+
+
+def _run(request, write, success):
+    """Run one action for a form; its error sentence becomes the page's message."""
+    try:
+        result = write()
+    except RelaybayError as error:
+        messages.error(request, error.message)
+        return None
+    if success:
+        messages.success(request, success)
+    return result
+
+
+# --- Sessions ------------------------------------------------------------------------------
 
 
 @owner_required
 def sessions_list(request):
-    sessions = Session.objects.select_related("task").prefetch_related("links")
-    rows = [(s, lib.link_state(s)) for s in sessions[:500]]
-    return render(request, "sessions_app/sessions.html", {"rows": rows})
+    state = request.GET.get("state", "")
+    kind = request.GET.get("kind", "")
+    text = request.GET.get("q", "").strip()
+    task = _task_from(request)
+
+    def rows():
+        sessions = board.sessions_with_links().order_by("-last_seen_at", "-id")
+        if state in SESSION_STATES:
+            sessions = SESSION_STATES[state](sessions)
+        if kind in Session.Kind.values:
+            sessions = sessions.filter(kind=kind)
+        if task:
+            sessions = sessions.filter(task=task)
+        if text:
+            sessions = sessions.filter(
+                Q(name_keys__contains=text.casefold())
+                | Q(desktop_id__icontains=text)
+                | Q(folder__icontains=text)
+                | Q(links__hook_session=text)
+            ).distinct()
+        page = Paginator(sessions, 100).get_page(request.GET.get("page"))
+        return {"page": page, "sessions": board.decorate_sessions(page.object_list)}
+
+    context = {
+        "section": "sessions",
+        "tasks": Task.objects.all(),
+        "kinds": Session.Kind.values,
+        "states": list(SESSION_STATES),
+        "filters": {"state": state, "kind": kind, "q": text, "task": task},
+    }
+    return render_board(request, "sessions_app/sessions.html", {"sessions-rows": rows}, context)
 
 
 @owner_required
 def session_detail(request, pk):
-    session = get_object_or_404(Session.objects.select_related("task"), pk=pk)
-    events = Paginator(session.events.all(), 50).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "sessions_app/session.html",
-        {
-            "session": session,
-            "links": session.links.order_by("-id"),
-            "link_state": lib.link_state(session),
-            "why_not": lib.why_not_deliverable(session),
-            "comments": session.comments.order_by("-id"),
-            "events": events,
-        },
-    )
+    session = get_object_or_404(board.sessions_with_links(), pk=pk)
+    board.decorate_sessions([session])
+
+    def link():
+        return {"links": list(session.links.all())}
+
+    def comments():
+        return {"comments": list(session.comments.select_related("author").order_by("-id")[:100])}
+
+    def session_messages():
+        page = board.keyset_page(
+            board.involving([session]),
+            board.messages_by_ids,
+            before=request.GET.get("m_before"),
+            after=request.GET.get("m_after"),
+        )
+        return {"message_page": page, "threads": board.threaded(board.decorate_messages(page.rows))}
+
+    def events():
+        page = board.keyset_page(
+            [Event.objects.filter(session=session)],
+            lambda ids: Event.objects.filter(pk__in=ids),
+            before=request.GET.get("before"),
+            after=request.GET.get("after"),
+        )
+        return {"event_page": page}
+
+    parts = {"session-link": link, "session-comments": comments, "session-messages": session_messages, "session-events": events}
+    context = {"section": "sessions", "session": session, "tasks": Task.objects.all()}
+    return render_board(request, "sessions_app/session.html", parts, context)
 
 
 @owner_required
 @require_POST
 def write_comment(request, pk):
     session = get_object_or_404(Session, pk=pk)
-    try:
-        actions.do_write_comment(session=session, body=request.POST.get("body", ""), author=request.user)
-        messages.success(request, "Comment saved; it is delivered at the session's next hook.")
-    except RelaybayError as error:
-        messages.error(request, error.message)
+    _run(
+        request,
+        lambda: actions.do_write_comment(session=session, body=request.POST.get("body", ""), author=request.user),
+        "Comment saved; it reaches the session at its next hook.",
+    )
     return redirect("session", pk=pk)
 
 
@@ -53,11 +138,162 @@ def write_comment(request, pk):
 @require_POST
 def edit_session(request, pk):
     session = get_object_or_404(Session, pk=pk)
-    try:
-        actions.do_update_session(
-            session=session, title=request.POST.get("title", ""), aliases=request.POST.get("aliases", "")
-        )
-        messages.success(request, "Session updated.")
-    except RelaybayError as error:
-        messages.error(request, error.message)
+    task_ref = request.POST.get("task", "")
+    task = Task.objects.filter(pk=task_ref).first() if task_ref.isdigit() else None
+    _run(
+        request,
+        lambda: actions.do_update_session(
+            session=session,
+            title=request.POST.get("title", ""),
+            aliases=request.POST.get("aliases", ""),
+            task=task if "task" in request.POST else ...,
+        ),
+        "Session updated.",
+    )
     return redirect("session", pk=pk)
+
+
+@owner_required
+def session_export(request, pk):
+    session = get_object_or_404(Session, pk=pk)
+    return _markdown(export.session_markdown(session), f"relaybay-{session.handle}.md")
+
+
+# --- Tasks ---------------------------------------------------------------------------------
+
+
+@owner_required
+def tasks_list(request):
+    status = request.GET.get("status", "")
+
+    def rows():
+        tasks = Task.objects.annotate(session_count=Count("sessions", distinct=True))
+        if status in Task.Status.values:
+            tasks = tasks.filter(status=status)
+        return {"tasks": list(tasks.order_by("status", "-id"))}
+
+    context = {"section": "tasks", "statuses": Task.Status.values, "status": status}
+    return render_board(request, "sessions_app/tasks.html", {"tasks-rows": rows}, context)
+
+
+@owner_required
+@require_POST
+def create_task(request):
+    task = _run(request, lambda: actions.do_save_task(title=request.POST.get("title", "")), "Task created.")
+    return redirect("task", pk=task.pk) if task else redirect("tasks")
+
+
+@owner_required
+def task_detail(request, pk):
+    task = get_object_or_404(Task, pk=pk)
+
+    def task_sessions():
+        return {"sessions": board.decorate_sessions(board.sessions_with_links().filter(task=task).order_by("-last_seen_at", "-id"))}
+
+    def comments():
+        return {"comments": list(Comment.objects.filter(session__task=task).select_related("session").order_by("-id")[:100])}
+
+    def task_messages():
+        members = list(Session.objects.filter(task=task).only("id"))
+        page = board.keyset_page(
+            board.involving(members, task=task),
+            board.messages_by_ids,
+            before=request.GET.get("m_before"),
+            after=request.GET.get("m_after"),
+        )
+        return {"message_page": page, "threads": board.threaded(board.decorate_messages(page.rows))}
+
+    parts = {"task-sessions": task_sessions, "task-comments": comments, "task-messages": task_messages}
+    candidates = board.decorate_sessions(board.sessions_with_links().exclude(task=task).order_by("-last_seen_at", "-id")[:300])
+    context = {"section": "tasks", "task": task, "statuses": Task.Status.values, "candidates": candidates}
+    return render_board(request, "sessions_app/task.html", parts, context)
+
+
+@owner_required
+@require_POST
+def edit_task(request, pk):
+    task = get_object_or_404(Task, pk=pk)
+    _run(
+        request,
+        lambda: actions.do_save_task(task=task, title=request.POST.get("title", ""), status=request.POST.get("status") or None),
+        "Task saved.",
+    )
+    return redirect("task", pk=pk)
+
+
+@owner_required
+@require_POST
+def attach_session(request, pk):
+    task = get_object_or_404(Task, pk=pk)
+
+    def attach():
+        session = actions.resolve_one(request.POST.get("session", ""), what="session")
+        return actions.do_update_session(session=session, task=task)
+
+    _run(request, attach, "Session attached.")
+    return redirect("task", pk=pk)
+
+
+@owner_required
+@require_POST
+def detach_session(request, pk, session_pk):
+    session = get_object_or_404(Session, pk=session_pk, task_id=pk)
+    _run(request, lambda: actions.do_update_session(session=session, task=None), "Session detached.")
+    return redirect("task", pk=pk)
+
+
+@owner_required
+def task_export(request, pk):
+    task = get_object_or_404(Task, pk=pk)
+    return _markdown(export.task_markdown(task), f"relaybay-task-{task.pk}.md")
+
+
+def _markdown(text, filename):
+    response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+# --- Events, map, search -------------------------------------------------------------------
+
+
+@owner_required
+def events_feed(request):
+    kind = request.GET.get("kind", "")
+    name = request.GET.get("session", "").strip()
+    matched = board.resolve_filter_sessions(name)
+
+    def rows():
+        events = Event.objects.all()
+        if kind in EVENT_KINDS:
+            events = events.filter(name__startswith=kind + ".")
+        if name:
+            events = events.filter(session__in=matched)
+        page = board.keyset_page(
+            [events],
+            lambda ids: Event.objects.filter(pk__in=ids).select_related("session"),
+            before=request.GET.get("before"),
+            after=request.GET.get("after"),
+        )
+        return {"event_page": page}
+
+    context = {"section": "events", "kinds": EVENT_KINDS, "kind": kind, "session_filter": name, "matched": matched}
+    return render_board(request, "board/events.html", {"events-rows": rows}, context)
+
+
+@owner_required
+def map_view(request):
+    task = _task_from(request)
+
+    def drawing():
+        return {"map": session_map.draw(task=task)}
+
+    context = {"section": "map", "tasks": Task.objects.all(), "task": task}
+    return render_board(request, "board/map.html", {"map-svg": drawing}, context)
+
+
+@owner_required
+def search_view(request):
+    text = request.GET.get("q", "").strip()
+    results = search.search(text) if text else None
+    return render_board(request, "board/search.html", {}, {"section": "search", "q": text, "results": results})

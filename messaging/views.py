@@ -1,0 +1,92 @@
+"""The owner's messages board: every message with its marks, threads, and the Inbox (SPEC §5.3, §5.4)."""
+
+from django.contrib import messages as flash
+from django.contrib.admin.views.decorators import staff_member_required
+from django.db.models import Q
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_POST
+
+from sessions_app import board
+from sessions_app.board import render_board
+from sessions_app.models import Session, Task
+
+from .actions import do_mark_inbox_seen
+from .models import SessionMessage
+
+owner_required = staff_member_required(login_url="login")
+
+STATES = {
+    "waiting": Q(delivered_at=None, read_at=None),
+    "unread": Q(read_at=None),
+    "read": Q(read_at__isnull=False),
+}
+
+
+@owner_required
+def messages_list(request):
+    name = request.GET.get("session", "").strip()
+    task_ref = request.GET.get("task", "")
+    task = Task.objects.filter(pk=task_ref).first() if task_ref.isdigit() else None
+    state = request.GET.get("state", "")
+    matched = board.resolve_filter_sessions(name)
+
+    def rows():
+        members = list(Session.objects.filter(task=task).values_list("pk", flat=True)) if task else []
+        if name:
+            querysets = board.involving(matched)
+            if task:
+                in_task = Q(task=task) | Q(sender_id__in=members) | Q(recipient_id__in=members)
+                querysets = [qs.filter(in_task) for qs in querysets]
+        elif task:
+            querysets = board.involving([Session(pk=pk) for pk in members], task=task)
+        else:
+            querysets = [SessionMessage.objects.all()]
+        if state in STATES:
+            querysets = [qs.filter(STATES[state]) for qs in querysets]
+        page = board.keyset_page(
+            querysets, board.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
+        )
+        return {"message_page": page, "rows": board.decorate_messages(page.rows)}
+
+    context = {
+        "section": "messages",
+        "tasks": Task.objects.all(),
+        "filters": {"session": name, "task": task, "state": state},
+        "matched": board.decorate_sessions(matched) if matched else [],
+        "states": list(STATES),
+    }
+    return render_board(request, "messaging/messages.html", {"messages-rows": rows}, context)
+
+
+@owner_required
+def message_thread(request, pk):
+    message = get_object_or_404(SessionMessage, pk=pk)
+
+    def thread():
+        return {"thread": board.whole_thread(message)}
+
+    return render_board(request, "messaging/thread.html", {"thread-rows": thread}, {"section": "messages", "message": message})
+
+
+@owner_required
+def inbox(request):
+    def rows():
+        items = board.messages_by_ids(board.inbox_queryset().values("id")).order_by("-id")[:200]
+        return {"items": board.decorate_messages(items)}
+
+    return render_board(request, "messaging/inbox.html", {"inbox-rows": rows}, {"section": "inbox"})
+
+
+@owner_required
+@require_POST
+def inbox_seen(request, pk):
+    message = get_object_or_404(SessionMessage, pk=pk)
+    do_mark_inbox_seen(message=message)
+    flash.success(request, f"M-{message.pk} marked seen; it left the Inbox.")
+    return redirect("inbox")
+
+
+@owner_required
+def inbox_count(request):
+    return TemplateResponse(request, "base.html#inbox-count", {})

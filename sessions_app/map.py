@@ -1,0 +1,129 @@
+"""The Map (SPEC §5.5): sessions as nodes and `session.message` events as edges with counts,
+laid out on a circle and drawn as SVG by the server."""
+
+import math
+from dataclasses import dataclass
+
+from django.db.models import Count, Max, Q
+from django.db.models.fields.json import KT
+
+from . import board, lib
+from .models import Event, Task
+
+MAX_NODES = 120
+LABEL_CHARS = 28
+NODE_RADIUS = 7
+MARGIN = 150
+
+
+@dataclass
+class Node:
+    key: str
+    name: str
+    session_id: int | None
+    css: str
+    x: float = 0
+    y: float = 0
+    label_x: float = 0
+    anchor: str = "start"
+
+    @property
+    def label(self):
+        name = board.visible_text(self.name)
+        return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
+
+    @property
+    def title(self):
+        return board.visible_text(self.name)
+
+
+@dataclass
+class Edge:
+    source: Node
+    target: Node
+    count: int
+    path: str = ""
+    label_x: float = 0
+    label_y: float = 0
+
+    @property
+    def width(self):
+        return round(1 + math.log2(self.count), 2)
+
+
+@dataclass
+class Drawing:
+    nodes: list
+    edges: list
+    size: int
+    task: Task | None
+
+
+def message_edges(task=None):
+    """(from handle, to handle, count, from name, to name), from the `session.message` events."""
+    events = Event.objects.filter(name="session.message").annotate(source=KT("data__from"), target=KT("data__to"))
+    if task is not None:
+        handles = [f"S-{pk}" for pk in task.sessions.values_list("pk", flat=True)]
+        events = events.filter(Q(data__from__in=handles) | Q(data__to__in=handles))
+    rows = events.values("source", "target").annotate(
+        count=Count("id"), source_name=Max(KT("data__from_name")), target_name=Max(KT("data__to_name"))
+    )
+    return [(r["source"], r["target"], r["count"], r["source_name"], r["target_name"]) for r in rows]
+
+
+def draw(task=None):
+    edges = [e for e in message_edges(task) if e[0] and e[1]]
+    traffic, names = {}, {}
+    for source, target, count, source_name, target_name in edges:
+        traffic[source] = traffic.get(source, 0) + count
+        traffic[target] = traffic.get(target, 0) + count
+        names.setdefault(source, source_name or source)
+        names.setdefault(target, target_name or target)
+    if task is not None:
+        for pk in task.sessions.values_list("pk", flat=True):
+            traffic.setdefault(f"S-{pk}", 0)
+    keys = sorted(traffic, key=lambda k: (-traffic[k], k))[:MAX_NODES]
+    ids = [int(k[2:]) for k in keys if k.startswith("S-") and k[2:].isdigit()]
+    rows = {f"S-{s.pk}": s for s in board.decorate_sessions(board.sessions_with_links().filter(pk__in=ids))}
+    nodes = {}
+    for key in keys:
+        row = rows.get(key)
+        if row is None:
+            nodes[key] = Node(key, names.get(key, key), None, "gone")
+        else:
+            exactness, state = lib.link_state(row)
+            nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state}".strip())
+    size = _layout(list(nodes.values()))
+    drawn = [Edge(nodes[s], nodes[t], n) for s, t, n, _, _ in edges if s in nodes and t in nodes and s != t]
+    for edge in drawn:
+        _route(edge)
+    return Drawing(list(nodes.values()), sorted(drawn, key=lambda e: e.count), size, task)
+
+
+def _layout(nodes):
+    radius = max(110, len(nodes) * 9)
+    center = radius + MARGIN
+    for i, node in enumerate(nodes):
+        angle = -math.pi / 2 + 2 * math.pi * i / max(1, len(nodes))
+        node.x = round(center + radius * math.cos(angle), 1)
+        node.y = round(center + radius * math.sin(angle), 1)
+        right = math.cos(angle) >= -1e-9
+        node.anchor = "start" if right else "end"
+        node.label_x = round(node.x + (NODE_RADIUS + 5) * (1 if right else -1), 1)
+    return int(2 * center)
+
+
+def _route(edge):
+    """A gentle curve, bent to its right-hand side so A→B and B→A do not overlap."""
+    x1, y1, x2, y2 = edge.source.x, edge.source.y, edge.target.x, edge.target.y
+    dx, dy = x2 - x1, y2 - y1
+    length = math.hypot(dx, dy) or 1
+    ux, uy = dx / length, dy / length
+    bend = min(40, length / 5)
+    cx, cy = (x1 + x2) / 2 - uy * bend, (y1 + y2) / 2 + ux * bend
+    # Start and end on the node circles, not at their centres.
+    sx, sy = x1 + ux * NODE_RADIUS, y1 + uy * NODE_RADIUS
+    ex, ey = x2 - ux * (NODE_RADIUS + 4), y2 - uy * (NODE_RADIUS + 4)
+    edge.path = f"M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {ex:.1f},{ey:.1f}"
+    edge.label_x = round(0.25 * sx + 0.5 * cx + 0.25 * ex, 1)
+    edge.label_y = round(0.25 * sy + 0.5 * cy + 0.25 * ey, 1)

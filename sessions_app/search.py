@@ -1,0 +1,102 @@
+"""Full-text search over sessions, tasks, comments and events (SPEC §5.5), with the database's
+own engine: SQLite FTS5 or PostgreSQL text search over the `board_search` index that the
+0002_board_search migration keeps up to date. Message texts are never in the index.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+from django.db import connection
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+from . import board
+from .models import Comment, Event, Task
+
+KINDS = ("session", "task", "comment", "event")
+PER_KIND = 25
+# Snippet highlight markers: control characters no indexed text contains, swapped for
+# <mark> only after the snippet is escaped.
+START, END = "\x02", "\x03"
+WORD = re.compile(r"\w+")
+
+
+@dataclass
+class Results:
+    query: str
+    hits: dict = field(default_factory=dict)
+
+    @property
+    def total(self):
+        return sum(len(rows) for rows in self.hits.values())
+
+
+def _terms(text):
+    """The words of a query, each a list of its letter-and-digit parts ("S-12" → ["S", "12"])."""
+    return [parts for parts in (WORD.findall(word) for word in text.split()) if parts]
+
+
+def _fts5_query(terms):
+    # Each word is a phrase of its parts with the last part a prefix; words are ANDed.
+    return " ".join('"' + " ".join(parts) + '"*' for parts in terms)
+
+
+def _tsquery(terms):
+    words = []
+    for parts in terms:
+        quoted = ["'" + p.lower().replace("'", "''") + "'" for p in parts]
+        quoted[-1] += ":*"
+        words.append("(" + " <-> ".join(quoted) + ")")
+    return " & ".join(words)
+
+
+def _matches(terms, kind):
+    """(ref, snippet) pairs of one kind, best first."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT ref, ts_headline('simple', title || ' — ' || body, q, %s) FROM board_search,"
+                " to_tsquery('simple', %s) AS q WHERE kind = %s AND doc @@ q ORDER BY ts_rank(doc, q) DESC, id DESC LIMIT %s",
+                [f"StartSel={START}, StopSel={END}, MaxWords=24, MinWords=8", _tsquery(terms), kind, PER_KIND],
+            )
+        else:
+            cursor.execute(
+                "SELECT ref, snippet(board_search, -1, %s, %s, '…', 16) FROM board_search"
+                " WHERE board_search MATCH %s AND kind = %s ORDER BY rank LIMIT %s",
+                [START, END, _fts5_query(terms), kind, PER_KIND],
+            )
+        return cursor.fetchall()
+
+
+def highlight(snippet):
+    return mark_safe(escape(snippet or "").replace(START, "<mark>").replace(END, "</mark>"))
+
+
+def _rows(kind, refs):
+    if kind == "session":
+        rows = board.decorate_sessions(board.sessions_with_links().filter(pk__in=refs))
+    elif kind == "task":
+        rows = Task.objects.filter(pk__in=refs)
+    elif kind == "comment":
+        rows = Comment.objects.filter(pk__in=refs).select_related("session")
+    else:
+        rows = Event.objects.filter(pk__in=refs).select_related("session")
+    return {row.pk: row for row in rows}
+
+
+def search(text):
+    terms = _terms(text)
+    results = Results(text)
+    if not terms:
+        return results
+    for kind in KINDS:
+        matches = _matches(terms, kind)
+        rows = _rows(kind, [ref for ref, _ in matches])
+        hits = []
+        for ref, snippet in matches:
+            row = rows.get(int(ref))
+            if row is not None:
+                row.snippet = highlight(snippet)
+                hits.append(row)
+        results.hits[kind] = hits
+    return results

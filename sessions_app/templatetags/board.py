@@ -1,0 +1,97 @@
+"""Template helpers of the owner's board.
+
+Names and bodies come from agents. `plain` is how the board shows them: escaped, with
+invisible and direction-changing characters made visible, and the direction isolated so a
+right-to-left override in one name cannot reorder the text around it.
+"""
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+from django.utils.html import escape, format_html
+from django.utils.safestring import mark_safe
+
+from .. import board
+
+register = template.Library()
+
+@register.filter
+def plain(value):
+    text = "" if value is None else str(value)
+    if any(board.is_invisible(ch) for ch in text):
+        shown = "".join(
+            f'<span class="ctl" title="invisible character U+{ord(ch):04X}">U+{ord(ch):04X}</span>'
+            if board.is_invisible(ch)
+            else escape(ch)
+            for ch in text
+        )
+    else:
+        shown = escape(text)
+    return mark_safe(f"<bdi>{shown}</bdi>")
+
+
+@register.filter
+def ago(moment):
+    """A short age (12s, 5m, 3h, 2d) in a <time> element with the exact time as its title."""
+    if not isinstance(moment, datetime):
+        return ""
+    seconds = max(0, int((timezone.now() - moment).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            short = f"{seconds // size}{unit}"
+            break
+    else:
+        short = f"{seconds}s"
+    exact = timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z")
+    return format_html('<time datetime="{}" title="{}">{} ago</time>', moment.isoformat(), exact, short)
+
+
+@register.filter
+def stamp(moment):
+    if not isinstance(moment, datetime):
+        return ""
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@register.simple_tag
+def inbox_count():
+    return board.inbox_count()
+
+
+@register.filter
+def marks(event):
+    return board.event_marks(event)
+
+
+@register.simple_tag(takes_context=True)
+def query(context, **changes):
+    """The current query string with some parameters changed (None or "" removes one)."""
+    params = context["request"].GET.copy()
+    for key, value in changes.items():
+        params.pop(key, None)
+        if value not in (None, ""):
+            params[key] = value
+    encoded = params.urlencode()
+    return "?" + encoded if encoded else "?"
+
+
+@register.inclusion_tag("board/_pager.html", takes_context=True)
+def pager(context, page, before="before", after="after"):
+    """Newer / older links of a keyset page, keeping the other query parameters."""
+    params = context["request"].GET
+
+    def link(key, value):
+        changed = params.copy()
+        changed.pop(before, None)
+        changed.pop(after, None)
+        if value is not None:
+            changed[key] = value
+        return "?" + changed.urlencode()
+
+    return {
+        "page": page,
+        "newest": link(before, None) if (before in params or after in params) else None,
+        "newer": link(after, page.newer) if page.newer is not None else None,
+        "older": link(before, page.older) if page.older is not None else None,
+    }
