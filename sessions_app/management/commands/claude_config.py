@@ -1,0 +1,174 @@
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+HOOK_CLIENT = Path(__file__).resolve().parents[2] / "hooks" / "relaybay_hook.py"
+MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+# PreToolUse/PostToolUse match tool names ("*": every tool). SessionStart and SessionEnd
+# match the source or reason, where "" matches all; UserPromptSubmit and Stop take none.
+MATCHERS = {"PreToolUse": "*", "PostToolUse": "*", "SessionStart": "", "SessionEnd": ""}
+# A command hook posts with a 10 s bound of its own (then spools); Claude Code's limit
+# only guards against a stuck interpreter.
+COMMAND_TIMEOUT = 30
+HTTP_TIMEOUT = 10
+DEFAULT_WAIT = 600
+# The wake-up client stops on its own after --wait seconds; Claude Code's limit sits above it.
+WAIT_MARGIN = 30
+
+
+def hook_python():
+    """The machine's python3 (not this virtualenv's): the hook client is stdlib-only and
+    starts with -S. A version-manager shim (pyenv, asdf) costs tens of milliseconds per hook
+    and picks its version by folder, so it is resolved to the interpreter it runs now."""
+    venv_bin = Path(sys.prefix) / "bin"
+    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and Path(d) != venv_bin]
+    found = shutil.which("python3", path=os.pathsep.join(path)) or "/usr/bin/python3"
+    try:
+        real = subprocess.run(
+            [found, "-S", "-c", "import sys; print(sys.executable)"], capture_output=True, text=True, timeout=10, cwd="/"
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        real = ""
+    return real if real and Path(real).is_file() else str(Path(found).resolve())
+
+
+def client_command(python, env, *args):
+    """`VAR=value ... python3 -S relaybay_hook.py [args]`, shell-quoted (Claude Code runs it with sh)."""
+    assignments = [f"{name}={shlex.quote(str(value))}" for name, value in env.items() if value not in (None, "")]
+    return " ".join([*assignments, shlex.join([python, "-S", str(HOOK_CLIENT), *args])])
+
+
+def group(event, handlers):
+    if event in MATCHERS:
+        return [{"matcher": MATCHERS[event], "hooks": handlers}]
+    return [{"hooks": handlers}]
+
+
+def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, spool=None, python=None):
+    """The Claude Code settings object that connects every session started with it."""
+    python = python or hook_python()
+    env = {"RELAYBAY_URL": url, "RELAYBAY_TOKEN": token, "RELAYBAY_SESSION": session, "RELAYBAY_SPOOL": spool}
+    command = {"type": "command", "command": client_command(python, env), "timeout": COMMAND_TIMEOUT}
+    wake_up = {
+        "type": "command",
+        "command": client_command(python, {**env, "RELAYBAY_WAIT": wait}, "wait"),
+        "asyncRewake": True,
+        "timeout": wait + WAIT_MARGIN,
+    }
+    # The literal token, as in the commands: the hook works whatever environment the session
+    # was started in ("Bearer $RELAYBAY_TOKEN" with allowedEnvVars works too, but only where
+    # RELAYBAY_TOKEN is exported).
+    http_hook = {
+        "type": "http",
+        "url": f"{url.rstrip('/')}/api/hooks",
+        "headers": {"Authorization": f"Bearer {token}"},
+        "timeout": HTTP_TIMEOUT,
+    }
+    hooks = {}
+    for event in EVENTS:
+        # SessionStart accepts only command hooks; it also carries RELAYBAY_SESSION.
+        handler = http_hook if http and event != "SessionStart" else command
+        hooks[event] = group(event, [handler, wake_up] if event == "Stop" else [handler])
+    return {"hooks": hooks}
+
+
+def mcp_config(*, url, token):
+    """The `--mcp-config` object for relaybay's stdio MCP server."""
+    return {
+        "mcpServers": {
+            "relaybay": {
+                "type": "stdio",
+                "command": sys.executable,
+                "args": [str(MANAGE_PY), "mcp"],
+                "env": {"RELAYBAY_URL": url, "RELAYBAY_TOKEN": token},
+            }
+        }
+    }
+
+
+def mcp_add_line(*, url, token):
+    return shlex.join(
+        [
+            "claude", "mcp", "add", "--transport", "stdio", "relaybay", "--scope", "user",
+            "-e", f"RELAYBAY_URL={url}", "-e", f"RELAYBAY_TOKEN={token}",
+            "--", sys.executable, str(MANAGE_PY), "mcp",
+        ]
+    )  # fmt: skip
+
+
+def positive_seconds(value):
+    try:
+        seconds = int(value)
+    except ValueError:
+        seconds = 0
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number of seconds")
+    return seconds
+
+
+class Command(BaseCommand):
+    help = (
+        "Print Claude Code configuration for relaybay. By default: a settings file for "
+        "`claude --settings FILE` with command hooks for SessionStart, UserPromptSubmit, PreToolUse, "
+        "PostToolUse, Stop and SessionEnd (the stdlib-only hook client, run by the machine's python3 -S), "
+        "plus the wake-up hook on Stop (asyncRewake), which wakes an idle session when mail arrives. "
+        "With --http the hooks after SessionStart are Claude Code http hooks posting to /api/hooks "
+        "(no process per event, no spool when relaybay is down) with the token written literally in "
+        "their Authorization header; SessionStart and the wake-up stay command hooks, as Claude Code "
+        "requires. With --mcp: the --mcp-config file for relaybay's MCP server instead (and the "
+        "`claude mcp add` line on stderr); Claude Code does not load MCP servers from a --settings file. "
+        "The output holds the relaybay token: keep the file private."
+    )
+
+    # stdout is the configuration; nothing else belongs there.
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--http", action="store_true", help="Use http hooks where Claude Code allows them.")
+        parser.add_argument("--mcp", action="store_true", help="Print the --mcp-config JSON for the MCP server.")
+        parser.add_argument(
+            "--session",
+            metavar="NAME",
+            help="Name the sessions started with this file (RELAYBAY_SESSION): their link is exact from the start.",
+        )
+        parser.add_argument(
+            "--wait",
+            metavar="SECONDS",
+            type=positive_seconds,
+            default=DEFAULT_WAIT,
+            help=f"How long the wake-up hook waits for mail after each turn (default {DEFAULT_WAIT}). "
+            "In `claude -p` the CLI does not exit before it ends.",
+        )
+        parser.add_argument("--url", help=f"relaybay's address as the hooks reach it (default {settings.RELAYBAY_URL}).")
+        parser.add_argument(
+            "--spool",
+            metavar="PATH",
+            help="Where the hook client keeps events while relaybay is down (default ~/.relaybay/spool.jsonl).",
+        )
+
+    def handle(self, *args, **options):
+        url = (options["url"] or settings.RELAYBAY_URL).rstrip("/")
+        token = settings.RELAYBAY_TOKEN
+        if options["mcp"]:
+            config = mcp_config(url=url, token=token)
+            self.stderr.write(
+                "Pass this file to `claude --mcp-config FILE`, or register the server once for all your projects with:\n  "
+                + mcp_add_line(url=url, token=token)
+            )
+        else:
+            if options["session"] is not None and ("\n" in options["session"] or not options["session"].strip()):
+                raise CommandError("--session takes one line: the session's title.")
+            spool = str(Path(options["spool"]).expanduser().resolve()) if options["spool"] else None
+            config = hook_settings(
+                url=url, token=token, http=options["http"], session=options["session"], wait=options["wait"], spool=spool
+            )
+        self.stdout.write(json.dumps(config, indent=2))

@@ -1,0 +1,165 @@
+"""`python manage.py claude_config`: Claude Code settings (command or http hooks, the wake-up
+hook) and the --mcp-config entry for the MCP server."""
+
+import json
+import shlex
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.live_server import MANAGE, live_relaybay  # noqa: F401  (fixture)
+
+EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"}
+HOOK_CLIENT = Path(__file__).resolve().parents[1] / "sessions_app" / "hooks" / "relaybay_hook.py"
+URL = "http://127.0.0.1:8123"
+TOKEN = "tok'en with $pecials"
+
+
+@pytest.fixture(autouse=True)
+def relaybay_settings(settings):
+    settings.RELAYBAY_URL = URL
+    settings.RELAYBAY_TOKEN = TOKEN
+
+
+def claude_config(*args):
+    out, err = StringIO(), StringIO()
+    call_command("claude_config", *args, stdout=out, stderr=err)
+    return json.loads(out.getvalue()), err.getvalue()
+
+
+def handlers(config, event):
+    (group,) = config["hooks"][event]
+    return group["hooks"]
+
+
+def parse_command(command):
+    """(env assignments, argv) of a `VAR=value ... program args` command line."""
+    words = shlex.split(command)
+    env = {}
+    while "=" in words[0] and not words[0].startswith("/"):
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    return env, words
+
+
+def test_it_prints_settings_json_with_every_hook_event():
+    config, _ = claude_config()
+    assert set(config) == {"hooks"}
+    assert set(config["hooks"]) == EVENTS
+
+
+def test_every_command_runs_the_hook_client_with_the_system_python_by_absolute_path():
+    config, _ = claude_config()
+    for event in EVENTS:
+        env, argv = parse_command(handlers(config, event)[0]["command"])
+        python, flag, client = argv[:3]
+        assert Path(python).is_absolute() and Path(python).is_file(), python
+        # The machine's interpreter, not this virtualenv's: the client needs only the stdlib.
+        assert not Path(python).is_relative_to(sys.prefix), python
+        assert flag == "-S"
+        assert Path(client) == HOOK_CLIENT and Path(client).is_file()
+
+
+def test_the_url_and_token_are_wired_into_every_command_shell_quoted():
+    config, _ = claude_config()
+    for event in EVENTS:
+        for handler in handlers(config, event):
+            env, _ = parse_command(handler["command"])
+            assert (env["RELAYBAY_URL"], env["RELAYBAY_TOKEN"]) == (URL, TOKEN)
+
+
+def test_tool_events_match_every_tool():
+    config, _ = claude_config()
+    assert config["hooks"]["PreToolUse"][0]["matcher"] == "*"
+    assert config["hooks"]["PostToolUse"][0]["matcher"] == "*"
+
+
+def test_stop_also_runs_the_wake_up_client_with_async_rewake():
+    config, _ = claude_config("--wait", "45")
+    plain, wake_up = handlers(config, "Stop")
+    env, argv = parse_command(wake_up["command"])
+    assert wake_up["asyncRewake"] is True
+    assert argv[-1] == "wait" and env["RELAYBAY_WAIT"] == "45"
+    # Claude Code must not kill the waiter before it gives up on its own.
+    assert 45 < wake_up["timeout"] <= 120
+    assert "asyncRewake" not in plain and parse_command(plain["command"])[1][-1] != "wait"
+
+
+def test_the_default_wait_is_ten_minutes():
+    config, _ = claude_config()
+    env, _ = parse_command(handlers(config, "Stop")[1]["command"])
+    assert env["RELAYBAY_WAIT"] == "600"
+
+
+def test_session_and_spool_options_reach_every_command(tmp_path):
+    spool = tmp_path / "spool.jsonl"
+    config, _ = claude_config("--session", "Refactor auth", "--spool", str(spool))
+    for event in EVENTS:
+        env, _ = parse_command(handlers(config, event)[0]["command"])
+        assert env["RELAYBAY_SESSION"] == "Refactor auth"
+        assert env["RELAYBAY_SPOOL"] == str(spool)
+
+
+def test_url_option_overrides_the_setting():
+    config, _ = claude_config("--url", "http://10.0.0.5:9000/")
+    env, _ = parse_command(handlers(config, "UserPromptSubmit")[0]["command"])
+    assert env["RELAYBAY_URL"] == "http://10.0.0.5:9000"
+
+
+def test_http_variant_keeps_session_start_and_the_wake_up_as_command_hooks():
+    config, _ = claude_config("--http")
+    assert set(config["hooks"]) == EVENTS
+    assert handlers(config, "SessionStart")[0]["type"] == "command"
+    for event in EVENTS - {"SessionStart"}:
+        http = handlers(config, event)[0]
+        assert http["type"] == "http"
+        assert http["url"] == f"{URL}/api/hooks"
+        assert http["headers"] == {"Authorization": f"Bearer {TOKEN}"}
+    (_, wake_up) = handlers(config, "Stop")
+    assert (wake_up["type"], wake_up["asyncRewake"]) == ("command", True)
+
+
+def test_mcp_variant_prints_the_mcp_config_and_the_claude_mcp_add_line():
+    config, hint = claude_config("--mcp")
+    server = config["mcpServers"]["relaybay"]
+    assert server["type"] == "stdio"
+    assert server["command"] == sys.executable and Path(server["command"]).is_file()
+    assert server["args"] == [str(MANAGE), "mcp"] and MANAGE.is_file()
+    assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN}
+    line = next(line.strip() for line in hint.splitlines() if line.strip().startswith("claude mcp add"))
+    words = shlex.split(line)
+    assert words[:6] == ["claude", "mcp", "add", "--transport", "stdio", "relaybay"]
+    assert f"RELAYBAY_TOKEN={TOKEN}" in words
+    assert words[words.index("--") + 1 :] == [sys.executable, str(MANAGE), "mcp"]
+
+
+def test_a_wait_that_is_not_positive_is_refused():
+    with pytest.raises(CommandError):
+        claude_config("--wait", "0")
+
+
+def test_a_session_name_with_a_line_break_is_refused():
+    with pytest.raises(CommandError, match="one line"):
+        claude_config("--session", "two\nlines")
+
+
+def test_the_printed_session_start_command_connects_a_session(live_relaybay, settings, tmp_path):
+    # Run the printed command the way Claude Code does (through sh, payload on stdin) against
+    # a real relaybay: the session is named from the start.
+    settings.RELAYBAY_TOKEN = live_relaybay.token
+    config, _ = claude_config("--url", live_relaybay.url, "--session", "Printed", "--spool", str(tmp_path / "spool"))
+    payload = {"hook_event_name": "SessionStart", "session_id": "hook-printed", "cwd": str(tmp_path), "source": "startup"}
+    done = subprocess.run(
+        ["sh", "-c", handlers(config, "SessionStart")[0]["command"]],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert '"Printed"' in context and "Its link is exact" in context
