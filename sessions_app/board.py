@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Prefetch, Q
 from django.template.response import TemplateResponse
+from django.utils.html import escape
 
 from messaging.lib import read_mark
 from messaging.models import SessionMessage
@@ -26,6 +27,19 @@ def visible_text(text):
     that show plain strings (SVG labels, Markdown)."""
     text = "" if text is None else str(text)
     return "".join(f"⟨U+{ord(ch):04X}⟩" if is_invisible(ch) else ch for ch in text)
+
+
+def plain_html(text):
+    """Escaped text with each invisible character replaced by a visible U+XXXX marker."""
+    text = "" if text is None else str(text)
+    if not any(is_invisible(ch) for ch in text):
+        return escape(text)
+    return "".join(
+        f'<span class="ctl" title="invisible character U+{ord(ch):04X}">U+{ord(ch):04X}</span>'
+        if is_invisible(ch)
+        else escape(ch)
+        for ch in text
+    )
 
 
 def render_board(request, template, parts, context=None):

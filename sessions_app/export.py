@@ -24,6 +24,7 @@ def md(text):
 
 def fenced(text):
     """A block of text as a fenced code block, with a fence longer than any backtick run in it."""
+    text = board.visible_text(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"

@@ -4,10 +4,10 @@ own engine: SQLite FTS5 or PostgreSQL text search over the `board_search` index 
 """
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from . import board
@@ -41,10 +41,15 @@ def _fts5_query(terms):
     return " ".join('"' + " ".join(parts) + '"*' for parts in terms)
 
 
+def _fold(part):
+    """Lower case without diacritics, as the PostgreSQL index stores words."""
+    return "".join(ch for ch in unicodedata.normalize("NFD", part.lower()) if not unicodedata.combining(ch))
+
+
 def _tsquery(terms):
     words = []
     for parts in terms:
-        quoted = ["'" + p.lower().replace("'", "''") + "'" for p in parts]
+        quoted = ["'" + _fold(p).replace("'", "''") + "'" for p in parts]
         quoted[-1] += ":*"
         words.append("(" + " <-> ".join(quoted) + ")")
     return " & ".join(words)
@@ -54,22 +59,38 @@ def _matches(terms, kind):
     """(ref, snippet) pairs of one kind, best first."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # ts_headline would drop anything that looks like an HTML tag from the snippet,
+            # so the snippet is cut here from the indexed text itself.
             cursor.execute(
-                "SELECT ref, ts_headline('simple', title || ' — ' || body, q, %s) FROM board_search,"
-                " to_tsquery('simple', %s) AS q WHERE kind = %s AND doc @@ q ORDER BY ts_rank(doc, q) DESC, id DESC LIMIT %s",
-                [f"StartSel={START}, StopSel={END}, MaxWords=24, MinWords=8", _tsquery(terms), kind, PER_KIND],
+                "SELECT ref, title || ' — ' || body FROM board_search, to_tsquery('simple', %s) AS q"
+                " WHERE kind = %s AND doc @@ q ORDER BY ts_rank(doc, q) DESC, id DESC LIMIT %s",
+                [_tsquery(terms), kind, PER_KIND],
             )
-        else:
-            cursor.execute(
-                "SELECT ref, snippet(board_search, -1, %s, %s, '…', 16) FROM board_search"
-                " WHERE board_search MATCH %s AND kind = %s ORDER BY rank LIMIT %s",
-                [START, END, _fts5_query(terms), kind, PER_KIND],
-            )
+            return [(ref, _snippet(text, terms)) for ref, text in cursor.fetchall()]
+        cursor.execute(
+            "SELECT ref, snippet(board_search, -1, %s, %s, '…', 16) FROM board_search"
+            " WHERE board_search MATCH %s AND kind = %s ORDER BY rank LIMIT %s",
+            [START, END, _fts5_query(terms), kind, PER_KIND],
+        )
         return cursor.fetchall()
 
 
+def _snippet(text, terms, width=160):
+    """Some words of `text` around the first match, the matching words marked."""
+    words = re.compile(r"\b(?:" + "|".join(re.escape(part) for parts in terms for part in parts) + r")\w*", re.I)
+    first = words.search(text)
+    start = max(0, first.start() - width // 3) if first else 0
+    window = words.sub(lambda match: START + match.group(0) + END, text[start : start + width])
+    return ("…" if start else "") + window + ("…" if start + width < len(text) else "")
+
+
 def highlight(snippet):
-    return mark_safe(escape(snippet or "").replace(START, "<mark>").replace(END, "</mark>"))
+    """The snippet as safe HTML: escaped, invisible characters shown, matches in <mark>."""
+    html = []
+    for i, part in enumerate(re.split(f"[{START}{END}]", snippet or "")):
+        shown = board.plain_html(part)
+        html.append(f"<mark>{shown}</mark>" if i % 2 else shown)
+    return mark_safe("".join(html))
 
 
 def _rows(kind, refs):

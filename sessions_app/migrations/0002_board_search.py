@@ -6,6 +6,8 @@ Row ids are `4 * source id + kind` so a trigger finds its row by primary key. Me
 (the session_message table) are never indexed.
 """
 
+import unicodedata
+
 from django.db import migrations
 
 SQLITE_FORWARD = [
@@ -51,8 +53,23 @@ SQLITE_BACKWARD = [
     "DROP TABLE IF EXISTS board_search",
 ]
 
+
+
+def _folded_latin():
+    """Latin letters with diacritics (U+00C0-U+024F) and the ASCII letter each folds to, as
+    FTS5's remove_diacritics does; PostgreSQL's "simple" configuration does not fold them."""
+    pairs = []
+    for code in range(0xC0, 0x250):
+        base = unicodedata.normalize("NFD", chr(code))[0]
+        if base.isascii() and base.isalpha() and base != chr(code):
+            pairs.append((chr(code), base))
+    return "".join(a for a, _ in pairs), "".join(b for _, b in pairs)
+
+
+ACCENTED, PLAIN = _folded_latin()
 # Both backends split words on anything that is not a letter or digit, so "S-12" and
-# "/work/proj" match their parts alike.
+# "/work/proj" match their parts alike, and fold diacritics.
+WORDS = "translate(regexp_replace({}, '[^[:alnum:]]+', ' ', 'g'), '" + ACCENTED + "', '" + PLAIN + "')"
 PG_FORWARD = [
     """CREATE TABLE board_search (
         id bigint PRIMARY KEY,
@@ -61,9 +78,8 @@ PG_FORWARD = [
         title text NOT NULL,
         body text NOT NULL,
         doc tsvector GENERATED ALWAYS AS (
-            setweight(to_tsvector('simple', regexp_replace(title, '[^[:alnum:]]+', ' ', 'g')), 'A')
-            || setweight(to_tsvector('simple', regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')), 'B')
-        ) STORED)""",
+            setweight(to_tsvector('simple', WORDS_TITLE), 'A') || setweight(to_tsvector('simple', WORDS_BODY), 'B')
+        ) STORED)""".replace("WORDS_TITLE", WORDS.format("title")).replace("WORDS_BODY", WORDS.format("body")),
     "CREATE INDEX board_search_doc ON board_search USING GIN (doc)",
     """CREATE FUNCTION board_search_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN DELETE FROM board_search WHERE kind = TG_ARGV[0]; RETURN NULL; END $$""",

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django import template
 from django.utils import timezone
-from django.utils.html import escape, format_html
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from .. import board
@@ -18,17 +18,7 @@ register = template.Library()
 
 @register.filter
 def plain(value):
-    text = "" if value is None else str(value)
-    if any(board.is_invisible(ch) for ch in text):
-        shown = "".join(
-            f'<span class="ctl" title="invisible character U+{ord(ch):04X}">U+{ord(ch):04X}</span>'
-            if board.is_invisible(ch)
-            else escape(ch)
-            for ch in text
-        )
-    else:
-        shown = escape(text)
-    return mark_safe(f"<bdi>{shown}</bdi>")
+    return mark_safe(f"<bdi>{board.plain_html(value)}</bdi>")
 
 
 @register.filter

@@ -1,0 +1,116 @@
+"""Full-text search over sessions, tasks, comments and events, never message texts (SPEC §5.5, §4.7)."""
+
+import pytest
+from django.db import connection
+
+from messaging.models import SessionMessage
+from sessions_app import actions
+from sessions_app.hooks.ingest import ingest_hook
+from sessions_app.models import Comment, Event, Session, Task
+from sessions_app.search import search
+from tests.board_fixtures import board, named_session, owner, send  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def found(text, kind):
+    return [row.pk for row in search(text).hits.get(kind, [])]
+
+
+@pytest.fixture
+def rows(db):
+    alpha = named_session("Alpha Reviewer", folder="/work/payments-service")
+    beta = named_session("beta")
+    actions.do_update_session(session=beta, aliases=["Café Bot"])
+    task = actions.do_save_task(title="Migrate the ledger")
+    comment = actions.do_write_comment(session=alpha, body="Please check the flaky integration suite").comment
+    ingest_hook({"hook_event_name": "UserPromptSubmit", "session_id": alpha.hook_session, "cwd": "/w", "prompt": "refactor the parser"})
+    ingest_hook({"hook_event_name": "PreToolUse", "session_id": alpha.hook_session, "cwd": "/w",
+                 "tool_name": "Bash", "tool_input": {"command": "pytest tests/test_quokka.py"}})
+    message = send(alpha, beta, "the secret word is zebracorn")
+    return {"alpha": alpha, "beta": beta, "task": task, "comment": comment, "message": message}
+
+
+def test_it_finds_sessions_by_title_alias_folder_and_handle(rows):
+    alpha, beta = rows["alpha"], rows["beta"]
+    assert found("reviewer", "session") == [alpha.pk]
+    assert found("cafe", "session") == [beta.pk]  # diacritics folded
+    assert found("payments", "session") == [alpha.pk]
+    assert found(beta.handle, "session") == [beta.pk]
+
+
+def test_words_match_as_prefixes_and_all_must_match(rows):
+    assert found("Alp Rev", "session") == [rows["alpha"].pk]
+    assert found("alpha beta", "session") == []
+
+
+def test_it_finds_tasks_and_comments(rows):
+    assert found("ledger", "task") == [rows["task"].pk]
+    assert found("flaky suite", "comment") == [rows["comment"].pk]
+
+
+def test_it_finds_events_by_name_hook_id_and_payload(rows):
+    prompt = Event.objects.get(name="hook.UserPromptSubmit")
+    assert prompt.pk in found("refactor parser", "event")
+    tool = Event.objects.get(name="hook.PreToolUse")
+    assert found("quokka", "event") == [tool.pk]
+    assert tool.pk in found(rows["alpha"].hook_session, "event")
+
+
+def test_message_texts_are_never_searched_nor_indexed(rows):
+    result = search("zebracorn")
+    assert result.total == 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM board_search WHERE body LIKE %s OR title LIKE %s", ["%zebracorn%"] * 2)
+        assert cursor.fetchone()[0] == 0
+    # The send's events are indexed by their names and marks.
+    assert found("session message", "event")
+
+
+def test_the_index_follows_updates_and_deletes(rows):
+    alpha = rows["alpha"]
+    actions.do_update_session(session=alpha, title="Gamma Lead")
+    assert found("reviewer", "session") == [] and found("gamma", "session") == [alpha.pk]
+    actions.do_save_task(task=rows["task"], title="Rewrite the ledger")
+    assert found("rewrite", "task") == [rows["task"].pk]
+    Comment.objects.filter(pk=rows["comment"].pk).delete()
+    assert found("flaky", "comment") == []
+    Session.objects.filter(pk=rows["beta"].pk).delete()
+    assert found("cafe", "session") == []
+
+
+def test_rows_written_in_bulk_are_indexed_too(db):
+    Task.objects.bulk_create([Task(title=f"bulk task {i}") for i in range(3)])
+    assert len(found("bulk", "task")) == 3
+
+
+@pytest.mark.parametrize("query", ['"', "'", "alpha OR", "NEAR(a b)", "*", "a:b", "col:alpha", "(", "-x", "^", "\x00", "AND", "' OR 1=1 --"])
+def test_query_syntax_never_breaks_the_search(rows, query):
+    search(query)
+
+
+def test_the_search_page_highlights_escaped_snippets(board, rows):
+    actions.do_write_comment(session=rows["beta"], body="<b>bold</b> needle here")
+    html = board.get("/search/", {"q": "needle"}).content.decode()
+    assert "&lt;b&gt;bold&lt;/b&gt; <mark>needle</mark> here" in html
+    assert "<b>bold</b>" not in html
+
+
+def test_the_search_page_groups_results_and_links_them(board, rows):
+    html = board.get("/search/", {"q": "alpha"}).content.decode()
+    assert "<h2>Sessions</h2>" in html and f'href="/sessions/{rows["alpha"].pk}/"' in html
+    assert "<h2>Events</h2>" in html
+    assert "zebracorn" not in html
+
+
+def test_an_empty_search_shows_only_the_form(board, db):
+    html = board.get("/search/").content.decode()
+    assert 'name="q"' in html and "result" not in html
+
+
+def test_message_rows_are_not_in_the_index_at_all(rows):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT kind FROM board_search")
+        kinds = {row[0] for row in cursor.fetchall()}
+    assert kinds <= {"session", "task", "comment", "event"}
+    assert SessionMessage.objects.exists()
