@@ -20,12 +20,14 @@ Environment:
     RELAYBAY_SESSION  terminal-session name, sent with SessionStart
     RELAYBAY_WAIT     wake-up mode total wait in seconds (default 600)
     RELAYBAY_TIMEOUT  seconds for one event post (default 10)
+    RELAYBAY_CAFILE   CA bundle for an https RELAYBAY_URL (optional)
 
 Startup speed matters (it runs for every hook event), so the hot path uses only
 modules an interpreter started with -S has already loaded plus the `_socket`
-extension: no os, socket, json, urllib, http.client or ssl. Everything else is
-imported lazily on the rare paths (spool, replay, errors, wait mode, https).
-The hook never raises and never exits non-zero, except 2 for a wake-up.
+extension: no os, socket, json, re, urllib, http.client or ssl; it speaks HTTP/1.1
+itself. The rare paths (spool, replay, error details, wait mode, https) import what
+they need lazily, and their code is compiled only when first used (see `rare`).
+The hook never raises and exits 0, except 2 for a wake-up in wait mode.
 """
 import sys
 import time
@@ -67,7 +69,7 @@ def _float_env(name, default):
         v = float(_getenv(name) or default)
     except ValueError:
         return float(default)
-    return v if v == v else float(default)  # NaN -> default
+    return v if v == v and abs(v) != float('inf') else float(default)  # NaN, inf -> default
 
 
 def _parse_url(url):
@@ -105,15 +107,8 @@ def _clean(value):
 # --------------------------------------------------------------------------- HTTP
 
 def _connect(scheme, host, port, deadline):
-    if scheme == 'https':  # rare: pay for socket + ssl only here
-        import socket
-        import ssl
-        raw = socket.create_connection((host, port), max(deadline - time.monotonic(), 0.001))
-        ctx = ssl.create_default_context()
-        cafile = _getenv('RELAYBAY_CAFILE')
-        if cafile:
-            ctx.load_verify_locations(cafile)
-        return ctx.wrap_socket(raw, server_hostname=host)
+    if scheme == 'https':
+        return rare.connect_tls(host, port, deadline)
     try:
         bhost = host.encode('ascii')  # a str host makes _socket import the idna codec (+re)
     except UnicodeError:
@@ -281,35 +276,12 @@ def _out(data):
         pass
 
 
-def _error_text(status, body):
-    detail = ''
-    if body:
-        import json
-        try:
-            obj = json.loads(body.decode('utf-8', 'replace'))
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            for key in ('detail', 'error'):
-                if obj.get(key):
-                    detail = obj[key]
-                    break
-        elif isinstance(obj, str):
-            detail = obj
-        if not detail and obj is None:
-            detail = body.decode('utf-8', 'replace')
-        if not isinstance(detail, str):
-            detail = json.dumps(detail)
-    detail = ' '.join(detail.split())[:300]
-    return ('%d %s' % (status, detail)).rstrip()
-
-
 def _unavailable(status):
     # a proxy answering for a relaybay that is down: treat like "cannot be reached"
     return status in (502, 503, 504)
 
 
-# --------------------------------------------------------------------------- spool
+# --------------------------------------------------------------------------- event mode
 
 def _spool_path():
     path = _getenv('RELAYBAY_SPOOL') or DEFAULT_SPOOL
@@ -328,6 +300,100 @@ def _spool_pending(path):
         return _px.stat(path).st_size > 0
     except OSError:
         return False
+
+
+def event_mode():
+    payload = sys.stdin.buffer.read()
+    if not payload.strip():
+        return 0
+    name = _getenv('RELAYBAY_SESSION')
+    if name and b'SessionStart' in payload:
+        payload = rare.with_session_name(payload, name)
+    timeout = max(_float_env('RELAYBAY_TIMEOUT', 10), 0.1)
+    spool = _spool_path()
+    try:
+        if _spool_pending(spool) and rare.replay_spool(spool, payload, timeout):
+            return 0
+        try:
+            status, body = http_request('POST', HOOKS_PATH, payload, (), timeout)
+        except Unreachable:
+            status, body = None, None
+        if status is None or _unavailable(status):
+            rare.spool_event(spool, payload)
+            return 0
+    except Exception as exc:  # spool trouble (disk full, permissions...): never break the agent
+        _err('spool error: %s' % exc)
+        return 0
+    if 200 <= status < 300:
+        if body is None:
+            _err('%d answer cut short' % status)
+        elif body.strip():
+            if body.lstrip()[:1] == b'{':
+                _out(body)
+            else:
+                _err('%d answer is not a JSON object' % status)
+        return 0
+    _err(rare.error_text(status, body))
+    return 0
+
+
+def main(argv):
+    try:
+        if len(argv) > 1 and argv[1] == 'wait':
+            return rare.wait_mode()
+        return event_mode()
+    except Exception as exc:
+        _err('internal error: %s: %s' % (exc.__class__.__name__, exc))
+        return 0
+
+
+# --------------------------------------------------------------------------- rare paths
+# A script run as __main__ is compiled from source on every start (it gets no .pyc), and
+# compiling the code below would cost ~1.5 ms per hook on CPython 3.13 (a fifth of a bare
+# interpreter start) although only spooling, replay, error reporting, https and wait mode
+# need it. So it is kept as text and compiled into this module's globals on first use,
+# through `rare.<name>`. Line numbers in its tracebacks match this file.
+
+_RARE = r'''
+def connect_tls(host, port, deadline):
+    import socket
+    import ssl
+    raw = socket.create_connection((host, port), max(deadline - time.monotonic(), 0.001))
+    ctx = ssl.create_default_context()
+    cafile = _getenv('RELAYBAY_CAFILE')
+    if cafile:
+        ctx.load_verify_locations(cafile)
+    return ctx.wrap_socket(raw, server_hostname=host)
+
+
+def error_text(status, body):
+    """'<status> <detail>' from a refusal: the JSON 'detail' or 'error', else a short text."""
+    detail = ''
+    if body:
+        import json
+        text = body.decode('utf-8', 'replace')
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            for key in ('detail', 'error'):
+                if obj.get(key):
+                    detail = obj[key]
+                    break
+        elif isinstance(obj, str):
+            detail = obj
+        elif obj is None:
+            if text.lstrip().startswith('<'):  # an HTML error page: its title says enough
+                start = text.lower().find('<title>')
+                end = text.lower().find('</title>')
+                detail = text[start + 7:end] if 0 <= start < end else ''
+            else:
+                detail = text
+        if not isinstance(detail, str):
+            detail = json.dumps(detail)
+    detail = ' '.join(detail.split())[:300]
+    return ('%d %s' % (status, detail)).rstrip()
 
 
 def _spool_line(payload):
@@ -476,12 +542,12 @@ def replay_spool(path, payload, timeout):
             if 200 <= status < 300:
                 i += 1
             elif 400 <= status < 500:
-                _err('replay refused, dropped: ' + _error_text(status, answer))
+                _err('replay refused, dropped: ' + error_text(status, answer))
                 i += 1
             else:
                 # reachable but failing on this entry: keep it (and the rest) for a later
                 # call, and do not hold the live event hostage behind it
-                _err('replay failed, kept: ' + _error_text(status, answer))
+                _err('replay failed, kept: ' + error_text(status, answer))
                 _rewrite(path, lines[i:])
                 return False
         _rewrite(path, [])
@@ -490,9 +556,7 @@ def replay_spool(path, payload, timeout):
         lock.release()
 
 
-# --------------------------------------------------------------------------- modes
-
-def _with_session_name(payload, name):
+def with_session_name(payload, name):
     """Add relaybay_session to a SessionStart payload; anything else passes unchanged."""
     import json
     try:
@@ -503,41 +567,6 @@ def _with_session_name(payload, name):
         return payload
     obj['relaybay_session'] = name
     return json.dumps(obj, ensure_ascii=False).encode('utf-8')
-
-
-def event_mode():
-    payload = sys.stdin.buffer.read()
-    if not payload.strip():
-        return 0
-    name = _getenv('RELAYBAY_SESSION')
-    if name and b'SessionStart' in payload:
-        payload = _with_session_name(payload, name)
-    timeout = _float_env('RELAYBAY_TIMEOUT', 10)
-    spool = _spool_path()
-    try:
-        if _spool_pending(spool) and replay_spool(spool, payload, timeout):
-            return 0
-        try:
-            status, body = http_request('POST', HOOKS_PATH, payload, (), timeout)
-        except Unreachable:
-            status, body = None, None
-        if status is None or _unavailable(status):
-            spool_event(spool, payload)
-            return 0
-    except Exception as exc:  # spool trouble (disk full, permissions...): never break the agent
-        _err('spool error: %s' % exc)
-        return 0
-    if 200 <= status < 300:
-        if body is None:
-            _err('%d answer cut short' % status)
-        elif body.strip():
-            if body.lstrip()[:1] == b'{':
-                _out(body)
-            else:
-                _err('%d answer is not a JSON object' % status)
-        return 0
-    _err(_error_text(status, body))
-    return 0
 
 
 def _quote(value):
@@ -588,16 +617,31 @@ def wait_mode():
         pause = MIN_POLL_INTERVAL - (time.monotonic() - started)
         if pause > 0:
             time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+'''
 
 
-def main(argv):
-    try:
-        if len(argv) > 1 and argv[1] == 'wait':
-            return wait_mode()
-        return event_mode()
-    except Exception as exc:
-        _err('internal error: %s: %s' % (exc.__class__.__name__, exc))
-        return 0
+class _Rare(object):
+    """`rare.name` compiles the rare-path code on first access."""
+
+    def __getattr__(self, name):
+        g = globals()
+        if '_rare_loaded' not in g:
+            offset = 0
+            try:
+                with open(__file__, 'rb') as f:
+                    offset = f.read().split(b"\n_RARE = r'''", 1)[0].count(b"\n") + 1
+            except (OSError, NameError):
+                pass
+            code = compile("\n" * offset + _RARE, g.get('__file__', 'relaybay_hook.py'), 'exec')
+            exec(code, g)
+            g['_rare_loaded'] = True
+        try:
+            return g[name]
+        except KeyError:
+            raise AttributeError(name)
+
+
+rare = _Rare()
 
 
 if __name__ == '__main__':

@@ -1,0 +1,624 @@
+"""Tests for the stdlib-only hook client sessions_app/hooks/relaybay_hook.py.
+
+The client runs as a real subprocess (`python3 -S relaybay_hook.py [wait]`) against a small
+threaded stub HTTP server defined here, or against a closed port.
+
+Run:   .venv/bin/python -m pytest tests/test_hook_client.py -p no:django
+Timing (by hand, not a test):   .venv/bin/python tests/test_hook_client.py [runs]
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+HOOK = Path(__file__).resolve().parent.parent / 'sessions_app' / 'hooks' / 'relaybay_hook.py'
+PYTHON = os.environ.get('RELAYBAY_TEST_PYTHON') or sys.executable
+TOKEN = 'test-token-123'
+
+
+# --------------------------------------------------------------------------- stub server
+
+class Stub:
+    """Threaded stub HTTP server that records requests and answers from `responder`.
+
+    responder(request, index) returns a dict:
+      status (200), body (bytes | dict | str), headers ({}), chunked (False),
+      no_length (False: omit Content-Length, close-delimited), split (False: headers
+      and body in separate writes, with a pause), drop (False: close without answering),
+      hang (False: never answer), delay (0: seconds before answering).
+    die_after=N: after the Nth request the listener is closed (later connects are refused).
+    """
+
+    def __init__(self, responder=None, die_after=None):
+        self.responder = responder or (lambda req, i: {'body': {}})
+        self.die_after = die_after
+        self.requests = []
+        self.lock = threading.Lock()
+        self.closed = threading.Event()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(('127.0.0.1', 0))
+        self.listener.listen(128)
+        self.port = self.listener.getsockname()[1]
+        self.url = 'http://127.0.0.1:%d' % self.port
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def close(self):
+        if not self.closed.is_set():
+            self.closed.set()
+            try:
+                self.listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.listener.close()
+
+    @staticmethod
+    def _read_request(conn):
+        buf = b''
+        while b'\r\n\r\n' not in buf:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            buf += chunk
+        head, _, rest = buf.partition(b'\r\n\r\n')
+        lines = head.decode('latin-1').split('\r\n')
+        method, target, _ = lines[0].split(' ', 2)
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(':')
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get('content-length', 0))
+        while len(rest) < length:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        parts = urlsplit(target)
+        return {'method': method, 'target': target, 'path': parts.path,
+                'query': {k: v[0] for k, v in parse_qs(parts.query).items()},
+                'headers': headers, 'body': rest[:length], 'time': time.monotonic()}
+
+    def _handle(self, conn):
+        try:
+            req = self._read_request(conn)
+            if req is None:
+                return
+            with self.lock:
+                index = len(self.requests)
+                self.requests.append(req)
+            answer = self.responder(req, index) or {}
+            if self.die_after is not None and index + 1 >= self.die_after:
+                self.close()
+            if answer.get('delay'):
+                time.sleep(answer['delay'])
+            if answer.get('drop'):
+                return
+            if answer.get('hang'):
+                time.sleep(30)
+                return
+            conn.sendall(self._render(answer, conn))
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _render(answer, conn):
+        status = answer.get('status', 200)
+        body = answer.get('body', b'')
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        elif isinstance(body, str):
+            body = body.encode()
+        head = ['HTTP/1.1 %d X' % status, 'Content-Type: application/json', 'Connection: close']
+        head += ['%s: %s' % kv for kv in answer.get('headers', {}).items()]
+        if answer.get('chunked'):
+            head.append('Transfer-Encoding: chunked')
+            pieces = [body[i:i + 7] for i in range(0, len(body), 7)]
+            body = b''.join(b'%x\r\n%s\r\n' % (len(p), p) for p in pieces) + b'0\r\n\r\n'
+        elif not answer.get('no_length'):
+            head.append('Content-Length: %d' % len(body))
+        raw_head = ('\r\n'.join(head) + '\r\n\r\n').encode()
+        if answer.get('split'):
+            conn.sendall(raw_head)
+            time.sleep(0.05)
+            half = len(body) // 2
+            conn.sendall(body[:half])
+            time.sleep(0.05)
+            return body[half:]
+        return raw_head + body
+
+    def hook_requests(self):
+        return [r for r in self.requests if r['path'] == '/api/hooks']
+
+
+@pytest.fixture
+def stub():
+    servers = []
+
+    def make(responder=None, die_after=None):
+        s = Stub(responder, die_after)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+def closed_port_url():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return 'http://127.0.0.1:%d' % port
+
+
+@pytest.fixture
+def spool(tmp_path):
+    return tmp_path / 'nested' / 'dir' / 'spool.jsonl'
+
+
+def hook_env(url, spool, **extra):
+    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'HOME': str(spool.parent),
+           'RELAYBAY_URL': url, 'RELAYBAY_TOKEN': TOKEN, 'RELAYBAY_SPOOL': str(spool)}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_hook(url, spool, payload, *args, timeout=30, **env):
+    if isinstance(payload, dict):
+        payload = json.dumps(payload).encode()
+    return subprocess.run([PYTHON, '-S', str(HOOK)] + list(args), input=payload,
+                          env=hook_env(url, spool, **env), capture_output=True, timeout=timeout)
+
+
+def event(n, name='PostToolUse', **fields):
+    data = {'session_id': 'sess-1', 'hook_event_name': name, 'cwd': '/tmp',
+            'transcript_path': '/tmp/t.jsonl', 'n': n}
+    data.update(fields)
+    return json.dumps(data).encode()
+
+
+def spool_entries(spool):
+    if not spool.exists():
+        return []
+    return [json.loads(line) for line in spool.read_text().splitlines() if line.strip()]
+
+
+def write_spool(spool, payloads):
+    spool.parent.mkdir(parents=True, exist_ok=True)
+    with open(spool, 'w') as f:
+        for i, p in enumerate(payloads):
+            f.write(json.dumps({'spooled_at': '2030-01-01T00:00:%02d.000000+00:00' % i,
+                                'payload': p.decode()}) + '\n')
+
+
+# --------------------------------------------------------------------------- event mode
+
+def test_file_is_executable_stdlib_script():
+    text = HOOK.read_text()
+    assert text.startswith('#!/usr/bin/env python3\n')
+    assert os.access(HOOK, os.X_OK)
+    assert 'django' not in text.lower().replace('no django', '')
+
+
+def test_posts_payload_and_prints_answer(stub, spool):
+    answer = {'hookSpecificOutput': {'hookEventName': 'UserPromptSubmit',
+                                     'additionalContext': 'hello ✓'}}
+    s = stub(lambda req, i: {'body': answer})
+    payload = event(1, 'UserPromptSubmit', prompt='hi ✓')
+    r = run_hook(s.url, spool, payload)
+    assert r.returncode == 0
+    assert r.stderr == b''
+    assert json.loads(r.stdout) == answer
+    [req] = s.requests
+    assert req['method'] == 'POST' and req['path'] == '/api/hooks'
+    assert req['headers']['authorization'] == 'Bearer ' + TOKEN
+    assert req['headers']['content-type'] == 'application/json'
+    assert req['headers']['connection'].lower() == 'close'
+    assert 'x-relaybay-replay' not in req['headers']
+    assert req['body'] == payload  # byte for byte
+    assert not spool.exists()
+
+
+def test_url_path_prefix_is_kept(stub, spool):
+    s = stub()
+    r = run_hook(s.url + '/relaybay/', spool, event(1))
+    assert r.returncode == 0 and r.stdout == b'{}'
+    assert s.requests[0]['path'] == '/relaybay/api/hooks'
+
+
+def test_session_name_added_on_session_start_only(stub, spool):
+    s = stub()
+    start = event(0, 'SessionStart', source='startup')
+    run_hook(s.url, spool, start, RELAYBAY_SESSION='work-1')
+    sent = json.loads(s.requests[0]['body'])
+    assert sent['relaybay_session'] == 'work-1'
+    assert {k: v for k, v in sent.items() if k != 'relaybay_session'} == json.loads(start)
+
+    other = event(1, 'UserPromptSubmit', prompt='SessionStart is mentioned here')
+    run_hook(s.url, spool, other, RELAYBAY_SESSION='work-1')
+    assert s.requests[1]['body'] == other
+
+    run_hook(s.url, spool, start)  # no RELAYBAY_SESSION
+    assert s.requests[2]['body'] == start
+
+
+@pytest.mark.parametrize('status,body,expected', [
+    (401, {'detail': 'bad token'}, b'relaybay: 401 bad token\n'),
+    (413, {'error': 'payload too large'}, b'relaybay: 413 payload too large\n'),
+    (400, 'not json at all', b'relaybay: 400 not json at all\n'),
+    (500, {'detail': 'boom'}, b'relaybay: 500 boom\n'),
+    (500, '<!doctype html><html><head><title>Server Error (500)</title></head><body>x</body></html>',
+     b'relaybay: 500 Server Error (500)\n'),
+    (403, '', b'relaybay: 403\n'),
+])
+def test_non_2xx_prints_nothing_and_is_not_spooled(stub, spool, status, body, expected):
+    s = stub(lambda req, i: {'status': status, 'body': body})
+    r = run_hook(s.url, spool, event(1))
+    assert r.returncode == 0
+    assert r.stdout == b''
+    assert r.stderr == expected
+    assert spool_entries(spool) == []
+
+
+def test_non_json_2xx_is_not_printed(stub, spool):
+    s = stub(lambda req, i: {'body': '<html>proxy</html>'})
+    r = run_hook(s.url, spool, event(1))
+    assert r.returncode == 0 and r.stdout == b''
+    assert b'not a JSON object' in r.stderr
+
+
+def test_unreachable_spools_quickly_and_silently(spool):
+    payload = event(1, 'SessionStart', source='startup')
+    t0 = time.monotonic()
+    r = run_hook(closed_port_url(), spool, payload, RELAYBAY_SESSION='named')
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0 and r.stdout == b'' and r.stderr == b''
+    assert elapsed < 1.0
+    [entry] = spool_entries(spool)
+    assert set(entry) == {'spooled_at', 'payload'}
+    assert isinstance(entry['payload'], str)
+    assert json.loads(entry['payload'])['relaybay_session'] == 'named'  # as it would be posted
+    stamp = datetime.fromisoformat(entry['spooled_at'])
+    assert stamp.utcoffset().total_seconds() == 0
+    assert abs(stamp.timestamp() - time.time()) < 60
+    assert oct(spool.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_unknown_host_spools(spool):
+    r = run_hook('http://relaybay.invalid:8000', spool, event(1))
+    assert r.returncode == 0 and r.stdout == b''
+    assert len(spool_entries(spool)) == 1
+
+
+def test_reset_before_status_line_spools(stub, spool):
+    s = stub(lambda req, i: {'drop': True})
+    r = run_hook(s.url, spool, event(1))
+    assert r.returncode == 0 and r.stdout == b'' and r.stderr == b''
+    assert len(s.requests) == 1
+    assert [e['payload'] for e in spool_entries(spool)] == [event(1).decode()]
+
+
+def test_timeout_spools(stub, spool):
+    s = stub(lambda req, i: {'hang': True})
+    t0 = time.monotonic()
+    r = run_hook(s.url, spool, event(1), RELAYBAY_TIMEOUT='0.5')
+    assert time.monotonic() - t0 < 2.0
+    assert r.returncode == 0 and r.stdout == b''
+    assert len(spool_entries(spool)) == 1
+
+
+def test_gateway_errors_count_as_unreachable(stub, spool):
+    s = stub(lambda req, i: {'status': 503, 'body': 'upstream down'})
+    r = run_hook(s.url, spool, event(1))
+    assert r.returncode == 0 and r.stdout == b'' and r.stderr == b''
+    assert len(spool_entries(spool)) == 1
+
+
+def test_next_call_replays_spool_in_order_before_own_event(stub, spool):
+    down = closed_port_url()
+    spooled = [event(i) for i in range(3)]
+    for p in spooled:
+        assert run_hook(down, spool, p).returncode == 0
+    entries = spool_entries(spool)
+    assert [e['payload'].encode() for e in entries] == spooled
+
+    s = stub(lambda req, i: {'body': {'n': i}})
+    own = event(99, 'UserPromptSubmit', prompt='now')
+    r = run_hook(s.url, spool, own)
+    assert r.returncode == 0
+    assert json.loads(r.stdout) == {'n': 3}  # the answer to its own event, not a replay's
+    reqs = s.hook_requests()
+    assert [q['body'] for q in reqs] == spooled + [own]
+    for q, e in zip(reqs[:3], entries):
+        assert q['headers']['x-relaybay-replay'] == '1'
+        assert q['headers']['x-relaybay-spooled-at'] == e['spooled_at']
+        assert q['headers']['authorization'] == 'Bearer ' + TOKEN
+    assert 'x-relaybay-replay' not in reqs[3]['headers']
+    assert spool_entries(spool) == []
+
+
+def test_server_dies_mid_replay_keeps_remainder_in_order(stub, spool):
+    spooled = [event(i) for i in range(5)]
+    write_spool(spool, spooled)
+    s = stub(die_after=2)
+    own = event(99)
+    r = run_hook(s.url, spool, own)
+    assert r.returncode == 0 and r.stdout == b'' and r.stderr == b''
+    assert [q['body'] for q in s.requests] == spooled[:2]
+    left = spool_entries(spool)
+    assert [e['payload'].encode() for e in left] == spooled[2:] + [own]
+    # untouched entries keep their original timestamps
+    assert [e['spooled_at'] for e in left[:3]] == [
+        '2030-01-01T00:00:%02d.000000+00:00' % i for i in (2, 3, 4)]
+    assert not [p for p in spool.parent.iterdir() if '.tmp.' in p.name]
+
+    s2 = stub()
+    r = run_hook(s2.url, spool, event(100))
+    assert [q['body'] for q in s2.requests] == spooled[2:] + [own, event(100)]
+    assert [q['headers'].get('x-relaybay-replay') for q in s2.requests] == ['1'] * 4 + [None]
+    assert spool_entries(spool) == []
+
+
+def test_replay_budget_defers_the_rest_in_order(stub, spool):
+    # the client spends at most ~3 s replaying; the rest (and its own event) wait, in order
+    spooled = [event(i) for i in range(20)]
+    write_spool(spool, spooled)
+    s = stub(lambda req, i: {'body': {}, 'delay': 0.25})
+    t0 = time.monotonic()
+    r = run_hook(s.url, spool, event(99))
+    assert time.monotonic() - t0 < 5
+    assert r.returncode == 0 and r.stdout == b''
+    sent = [q['body'] for q in s.requests]
+    assert 8 <= len(sent) < 20 and sent == spooled[:len(sent)]
+    assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[len(sent):] + [event(99)]
+
+
+def test_replay_refused_with_4xx_is_dropped(stub, spool):
+    spooled = [event(i) for i in range(3)]
+    write_spool(spool, spooled)
+    s = stub(lambda req, i: {'status': 400, 'body': {'detail': 'malformed'}} if i == 1
+             else {'body': {'n': i}})
+    r = run_hook(s.url, spool, event(99))
+    assert r.returncode == 0
+    assert json.loads(r.stdout) == {'n': 3}
+    assert b'400 malformed' in r.stderr
+    assert [q['body'] for q in s.requests] == spooled + [event(99)]
+    assert spool_entries(spool) == []
+
+
+def test_replay_5xx_keeps_entry_but_posts_live_event(stub, spool):
+    spooled = [event(i) for i in range(3)]
+    write_spool(spool, spooled)
+    s = stub(lambda req, i: {'status': 500, 'body': {'detail': 'bug'}} if i == 1
+             else {'body': {'n': i}})
+    r = run_hook(s.url, spool, event(99))
+    assert json.loads(r.stdout) == {'n': 2}
+    assert [q['body'] for q in s.requests] == spooled[:2] + [event(99)]
+    assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[1:]
+
+
+def test_unreadable_spool_line_is_dropped(stub, spool):
+    write_spool(spool, [event(0)])
+    with open(spool, 'a') as f:
+        f.write('{"spooled_at": "x", "payl\n')
+    write_spool_tail = json.dumps({'spooled_at': 'y', 'payload': event(2).decode()}) + '\n'
+    with open(spool, 'a') as f:
+        f.write(write_spool_tail)
+    s = stub()
+    r = run_hook(s.url, spool, event(99))
+    assert r.returncode == 0 and r.stdout == b'{}'
+    assert [q['body'] for q in s.requests] == [event(0), event(2), event(99)]
+    assert spool_entries(spool) == []
+
+
+@pytest.mark.parametrize('procs', [2, 8])
+def test_concurrent_calls_replay_each_event_exactly_once_in_order(stub, spool, procs):
+    spooled = [event(i) for i in range(20)]
+    write_spool(spool, spooled)
+    s = stub(lambda req, i: {'body': {}, 'delay': 0.003})
+    own = [event(1000 + k, 'PreToolUse') for k in range(procs)]
+    popens = [subprocess.Popen([PYTHON, '-S', str(HOOK)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=hook_env(s.url, spool)) for _ in range(procs)]
+    for p, payload in zip(popens, own):  # start them together: all block on stdin until here
+        p.stdin.write(payload)
+    for p in popens:
+        p.stdin.close()
+    results = [(p.wait(timeout=30), p.stdout.read(), p.stderr.read()) for p in popens]
+    for p in popens:
+        p.stdout.close()
+        p.stderr.close()
+    assert results == [(0, b'{}', b'')] * procs
+    replays = [q for q in s.requests if q['headers'].get('x-relaybay-replay') == '1']
+    lives = [q for q in s.requests if 'x-relaybay-replay' not in q['headers']]
+    assert [q['body'] for q in replays] == spooled  # each exactly once, in order
+    assert sorted(q['body'] for q in lives) == sorted(own)
+    assert max(q['time'] for q in replays) <= min(q['time'] for q in lives)
+    assert spool_entries(spool) == []
+
+
+def test_concurrent_spooling_loses_nothing(spool):
+    down = closed_port_url()
+    payloads = [event(i) for i in range(8)]
+    popens = [subprocess.Popen([PYTHON, '-S', str(HOOK)], stdin=subprocess.PIPE,
+                               env=hook_env(down, spool)) for _ in payloads]
+    for p, payload in zip(popens, payloads):
+        p.communicate(payload, timeout=30)
+    assert sorted(e['payload'].encode() for e in spool_entries(spool)) == sorted(payloads)
+
+
+@pytest.mark.parametrize('mode', ['chunked', 'split', 'no_length', 'chunked_split'])
+def test_answer_framing(stub, spool, mode):
+    answer = {'decision': 'block', 'reason': 'x' * 100 + ' ✓ end'}
+    flags = {'chunked': 'chunked' in mode, 'split': 'split' in mode,
+             'no_length': mode == 'no_length'}
+    s = stub(lambda req, i: dict(body=answer, **flags))
+    r = run_hook(s.url, spool, event(1, 'Stop'))
+    assert r.returncode == 0 and r.stderr == b''
+    assert json.loads(r.stdout) == answer
+
+
+def test_empty_stdin_does_nothing(stub, spool):
+    s = stub()
+    r = run_hook(s.url, spool, b'')
+    assert r.returncode == 0 and r.stdout == b'' and s.requests == []
+
+
+def test_hot_path_imports_stay_light(stub, spool):
+    s = stub()
+    r = subprocess.run([PYTHON, '-S', '-X', 'importtime', str(HOOK)], input=event(1),
+                       env=hook_env(s.url, spool), capture_output=True, timeout=30)
+    assert r.stdout == b'{}'
+    imported = {line.split('|')[-1].strip() for line in r.stderr.decode().splitlines()
+                if line.startswith('import time:')}
+    heavy = {'socket', 'json', 're', 'os', 'ssl', 'email', 'http', 'http.client',
+             'urllib', 'urllib.request', 'encodings.idna', 'fcntl'}
+    assert not imported & heavy, imported & heavy
+
+
+# --------------------------------------------------------------------------- wait mode
+
+def stop_payload(session_id='sess-w'):
+    return {'session_id': session_id, 'hook_event_name': 'Stop', 'stop_hook_active': False}
+
+
+def test_wait_delivered_exits_2_with_text_on_stderr(stub, spool):
+    s = stub(lambda req, i: {'body': {'status': 'delivered', 'text': 'message from B ✓'}})
+    r = run_hook(s.url, spool, stop_payload('a b/ü'), 'wait')
+    assert r.returncode == 2
+    assert r.stderr.decode() == 'message from B ✓'
+    assert r.stdout == b''
+    [req] = s.requests
+    assert req['method'] == 'GET' and req['path'] == '/api/hooks/wait'
+    assert req['query'] == {'session_id': 'a b/ü', 'timeout': '50'}
+    assert req['headers']['authorization'] == 'Bearer ' + TOKEN
+
+
+def test_wait_replaced_exits_0(stub, spool):
+    s = stub(lambda req, i: {'body': {'status': 'replaced'}})
+    r = run_hook(s.url, spool, stop_payload(), 'wait')
+    assert (r.returncode, r.stdout, r.stderr) == (0, b'', b'')
+
+
+def test_wait_times_out_then_loops_until_deadline(stub, spool):
+    s = stub(lambda req, i: {'body': {'status': 'timeout'}})
+    t0 = time.monotonic()
+    r = run_hook(s.url, spool, stop_payload(), 'wait', RELAYBAY_WAIT='2.5')
+    elapsed = time.monotonic() - t0
+    assert (r.returncode, r.stdout, r.stderr) == (0, b'', b'')
+    assert 2.3 < elapsed < 4.5
+    assert len(s.requests) >= 2
+    timeouts = [int(q['query']['timeout']) for q in s.requests]
+    assert timeouts[0] == 3 and all(1 <= t <= 3 for t in timeouts)
+
+
+def test_wait_timeout_then_delivered(stub, spool):
+    def answer(req, i):
+        if i == 0:
+            return {'body': {'status': 'timeout'}, 'delay': 0.2}
+        return {'body': {'status': 'delivered', 'text': 'late'}}
+    s = stub(answer)
+    r = run_hook(s.url, spool, stop_payload(), 'wait', RELAYBAY_WAIT='10')
+    assert r.returncode == 2 and r.stderr == b'late'
+    assert len(s.requests) == 2
+
+
+def test_wait_unreachable_exits_0_and_never_spools(spool):
+    t0 = time.monotonic()
+    r = run_hook(closed_port_url(), spool, stop_payload(), 'wait')
+    assert time.monotonic() - t0 < 1.0
+    assert (r.returncode, r.stdout, r.stderr) == (0, b'', b'')
+    assert not spool.exists()
+
+
+@pytest.mark.parametrize('answer', [
+    {'status': 401, 'body': {'detail': 'bad token'}},
+    {'body': 'not json'},
+    {'body': {'status': 'delivered', 'text': ''}},
+    {'body': {'status': 'weird'}},
+    {'drop': True},
+])
+def test_wait_anything_else_exits_0(stub, spool, answer):
+    s = stub(lambda req, i: answer)
+    r = run_hook(s.url, spool, stop_payload(), 'wait')
+    assert (r.returncode, r.stdout) == (0, b'')
+    assert len(s.requests) == 1
+    assert not spool.exists()
+
+
+@pytest.mark.parametrize('payload', [b'', b'not json', b'[]', b'{"hook_event_name": "Stop"}'])
+def test_wait_without_session_id_exits_0(stub, spool, payload):
+    s = stub()
+    r = run_hook(s.url, spool, payload, 'wait')
+    assert (r.returncode, r.stdout, r.stderr) == (0, b'', b'')
+    assert s.requests == []
+
+
+# --------------------------------------------------------------------------- timing (by hand)
+
+def _timing(runs=200):
+    """Compare `python3 -S relaybay_hook.py` posting to the stub with `python3 -c pass`."""
+    import shutil
+    import tempfile
+    pythons = [PYTHON] + [p for p in ('/usr/bin/python3',) if os.path.exists(p) and p != PYTHON]
+    s = Stub(lambda req, i: {'body': {'hookSpecificOutput': {
+        'hookEventName': 'PostToolUse', 'additionalContext': 'ok'}}})
+    tmp = Path(tempfile.mkdtemp())
+    env = hook_env(s.url, tmp / 'spool.jsonl')
+    payload = event(1)
+    (tmp / 'payload.json').write_bytes(payload)
+    hyperfine = shutil.which('hyperfine')
+    for py in pythons:
+        if hyperfine:
+            subprocess.run([hyperfine, '-N', '-w', '10', '-r', str(runs), '--input',
+                            str(tmp / 'payload.json'),
+                            '%s -c pass' % py, '%s -S %s' % (py, HOOK)], env=env)
+            continue
+        cases = [('python3 -c pass', [py, '-c', 'pass']),
+                 ('python3 -S -c pass', [py, '-S', '-c', 'pass']),
+                 ('python3 -S relaybay_hook.py', [py, '-S', str(HOOK)])]
+        for label, cmd in cases:  # warm-up (pyc, page cache)
+            for _ in range(10):
+                subprocess.run(cmd, input=payload, env=env, capture_output=True)
+        best = {label: [] for label, _ in cases}
+        for _ in range(runs):  # interleaved, so a load spike hits every case alike
+            for label, cmd in cases:
+                t0 = time.perf_counter()
+                subprocess.run(cmd, input=payload, env=env, capture_output=True)
+                best[label].append(time.perf_counter() - t0)
+        for samples in best.values():
+            samples.sort()
+        print('\n%s (%s)' % (py, subprocess.run([py, '-V'], capture_output=True, text=True).stdout.strip()))
+        base = best['python3 -c pass'][len(samples) // 2]
+        for label, samples in best.items():
+            med = samples[len(samples) // 2]
+            print('  %-28s median %6.2f ms  min %6.2f ms  p90 %6.2f ms  %.2fx' % (
+                label, med * 1e3, samples[0] * 1e3, samples[int(len(samples) * .9)] * 1e3,
+                med / base))
+    print('\nstub requests served: %d' % len(s.requests))
+    s.close()
+    shutil.rmtree(tmp)
+
+
+if __name__ == '__main__':
+    _timing(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
