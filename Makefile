@@ -1,0 +1,55 @@
+# relaybay: `make run` starts it on the embedded default, `make test` runs every test.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= $(or $(RELAYBAY_HOST),127.0.0.1)
+PORT ?= $(or $(RELAYBAY_PORT),8000)
+# Django 6.1 needs Python >= 3.12: the first such python3.13/python3.12 on PATH, then pyenv's.
+FIND_PYTHON := for p in python3.13 python3.12 /root/.pyenv/versions/3.13*/bin/python3.13 /root/.pyenv/versions/3.12*/bin/python3.12 python3; do \
+	  c=$$(command -v $$p 2>/dev/null) || continue; \
+	  $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { echo $$c; break; }; \
+	done
+
+help:
+	@echo "make run    start relaybay on the embedded default (SQLite + in-memory channel layer)"
+	@echo "make test   install what the tests need and run the whole suite"
+
+$(VENV)/.installed: requirements.txt
+	@py=$$($(FIND_PYTHON)); \
+	if [ -z "$$py" ]; then echo "relaybay needs Python >= 3.12 (Django 6.1). Install python3.12 or python3.13 and run make again." >&2; exit 1; fi; \
+	[ -x $(PY) ] || $$py -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-test.txt
+	@touch $@
+
+node_modules/.installed: package.json
+	@command -v npm >/dev/null || { echo "make test needs npm (Node.js) to install the pinned Claude Code CLI." >&2; exit 1; }
+	npm install --no-audit --no-fund --loglevel=error
+	@test -x node_modules/@anthropic-ai/claude-code-linux-x64/claude || { echo "The Claude Code CLI binary did not install (node_modules/@anthropic-ai/claude-code-linux-x64/claude)." >&2; exit 1; }
+	@touch $@
+
+# Chromium (Debian's package, driven by Playwright with no browser download) and tmux.
+system-tools:
+	@missing=""; command -v chromium >/dev/null || missing="$$missing chromium"; command -v tmux >/dev/null || missing="$$missing tmux"; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing$$missing from Debian's packages"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "make test needs:$$missing (apt-get install -y$$missing)" >&2; exit 1; fi; \
+	fi
+
+migrate: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput -v 0
+
+run: migrate
+	@$(PY) manage.py setup_owner
+	RELAYBAY_HOST=$(HOST) RELAYBAY_PORT=$(PORT) $(VENV)/bin/daphne -b $(HOST) -p $(PORT) relaybay.asgi:application
+
+test: $(VENV)/.installed-test node_modules/.installed system-tools
+	$(PY) -m pytest -n 2 --dist loadfile -q
+
+.PHONY: help run test migrate system-tools

@@ -1,0 +1,23 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from relaybay.errors import RelaybayError
+from sessions_app.actions import do_write_comment, resolve_one
+
+
+class Command(BaseCommand):
+    help = "Write an owner comment to a session, by any name it goes by (title, alias, desktop id, S-<id>, hook id)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("session", help="A name the session goes by")
+        parser.add_argument("text", nargs="+", help="The comment text")
+
+    def handle(self, *args, **options):
+        try:
+            session = resolve_one(options["session"])
+            result = do_write_comment(session=session, body=" ".join(options["text"]))
+        except RelaybayError as error:
+            raise CommandError(error.message)
+        self.stdout.write(
+            f"Comment C-{result.comment.pk} written to {session.handle} ({session.name}); "
+            "it is delivered at the session's next hook."
+        )
