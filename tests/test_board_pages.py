@@ -102,9 +102,9 @@ class TestShell:
 
     def test_the_sidebar_counts_what_waits_in_the_inbox(self, board, world):
         SessionMessage.objects.filter(pk=world["question"].pk).update(needs_owner=True)
-        assert re.search(r'id="inbox-count"[^>]*>1<', board.get("/").content.decode())
+        assert re.search(r'id="inbox-count"[^>]*><span class="count">1</span>', board.get("/").content.decode())
         fragment = board.get("/inbox/count/").content.decode()
-        assert fragment.strip().startswith('<span id="inbox-count"') and ">1<" in fragment
+        assert fragment.strip() == '<span class="count">1</span>'
 
 
 class TestSessions:
@@ -438,10 +438,12 @@ class TestLiveFragments:
         page = board.get(url).content.decode()
         container = re.search(rf'<(div|section) id="{target}" ([^>]*)>', page)
         assert container, target
-        assert f'hx-get="{url}"' in container.group(2) and 'hx-swap="outerHTML"' in container.group(2)
+        # The container stays and its content is swapped: a ping arriving while a refetch
+        # is in flight is queued on the container and not lost with a replaced element.
+        assert f'hx-get="{url}"' in container.group(2) and 'hx-swap="innerHTML"' in container.group(2)
         assert "ping-" in container.group(2)
         fragment = htmx_get(board, url, target).content.decode().strip()
-        assert fragment.startswith(f'<div id="{target}"') and fragment.endswith("</div>")
+        assert fragment and f'id="{target}"' not in fragment
         assert "<html" not in fragment and "<nav" not in fragment
 
     def test_a_fragment_shows_a_change_the_full_page_had_not(self, board, world):

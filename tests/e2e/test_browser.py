@@ -1,0 +1,192 @@
+"""The owner's board in a real browser (Debian's Chromium driven by Playwright) against a real
+relaybay under daphne: the page changes live, without reloading, as hooks, sends and acks
+arrive through the API. Screenshots of every page go to test-artifacts/.
+"""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, log_in, start_board, stop_board
+
+playwright = pytest.importorskip("playwright.sync_api")
+expect = playwright.expect
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+LIVE_TIMEOUT = 5000
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is missing: apt-get install -y chromium")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    server = start_board(tmp_path_factory.mktemp("board"))
+    server.start_session("hook-alpha", "alpha", cwd="/work/alpha")
+    server.start_session("hook-beta", "beta", cwd="/work/beta")
+    yield server
+    stop_board(server)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, live):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    log_in(page, live)
+    yield page
+    context.close()
+
+
+def shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"board-{name}.png", full_page=True)
+
+
+def open_live(page, live, path):
+    """Open a page, wait for its websocket, and mark the window so a reload would show."""
+    page.goto(f"{live.url}{path}")
+    expect(page.locator("html")).to_have_attribute("data-live", "on", timeout=LIVE_TIMEOUT)
+    page.evaluate("window.__notReloaded = true")
+
+
+def assert_not_reloaded(page):
+    assert page.evaluate("window.__notReloaded") is True
+
+
+def send(live, body, to, sender, hook, **extra):
+    status, answer = live.post("/message_send", {"body": body, "to": to, "session": sender, "hook_session": hook, **extra})
+    assert status == 200, answer
+    return answer["id"]
+
+
+def session_id(live, name):
+    status, answer = live.get("/sessions_list")
+    return int(next(s["handle"][2:] for s in answer["sessions"] if s["name"] == name))
+
+
+def test_logging_in_shows_the_sessions(browser, live):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{live.url}/messages/")
+    assert "/login/" in page.url
+    shot(page, "login")
+    log_in(page, live)
+    expect(page.locator("#sessions-rows")).to_contain_text("alpha")
+    context.close()
+
+
+def test_a_message_appears_and_its_marks_change_live(page, live):
+    open_live(page, live, "/messages/")
+    message_id = send(live, "Can you review the parser change?", "beta", "alpha", "hook-alpha")
+    row = page.locator(f"#message-{message_id}")
+    expect(row).to_contain_text("Can you review the parser change?", timeout=LIVE_TIMEOUT)
+    expect(row.locator(".mark-waiting")).to_have_text("not delivered yet")
+    expect(row).to_contain_text("it is idle; it sees this at its next prompt or wake-up.")
+
+    answer = live.hook("UserPromptSubmit", "hook-beta", prompt="next", cwd="/work/beta")
+    assert "Can you review the parser change?" in answer["hookSpecificOutput"]["additionalContext"]
+    expect(row.locator(".mark-delivered")).to_be_visible(timeout=LIVE_TIMEOUT)
+    expect(row.locator(".mark-waiting")).to_have_count(0)
+
+    status, _ = live.post("/message_ack", {"message_id": message_id, "session": "beta", "hook_session": "hook-beta"})
+    assert status == 200
+    expect(row.locator(".mark-read")).to_have_text("read", timeout=LIVE_TIMEOUT)
+    assert_not_reloaded(page)
+    shot(page, "messages")
+
+
+def test_the_unread_count_on_the_sessions_page_updates_live(page, live):
+    beta = session_id(live, "beta")
+    open_live(page, live, "/")
+    unread = page.locator(f"#session-{beta} td.num")
+    expect(unread).to_have_text("0")
+    first = send(live, "one", "beta", "alpha", "hook-alpha")
+    expect(unread).to_have_text("1", timeout=LIVE_TIMEOUT)
+    send(live, "two", "beta", "alpha", "hook-alpha")
+    expect(unread).to_have_text("2", timeout=LIVE_TIMEOUT)
+    live.hook("UserPromptSubmit", "hook-beta", prompt="next", cwd="/work/beta")
+    status, answer = live.post("/message_ack", {"message_id": first, "session": "beta", "hook_session": "hook-beta"})
+    assert status == 200 and answer["marked"] == 1, answer
+    expect(unread).to_have_text("1", timeout=LIVE_TIMEOUT)
+    assert_not_reloaded(page)
+    shot(page, "sessions")
+
+
+def test_an_inbox_item_appears_live_and_is_marked_seen(page, live):
+    live.start_session("hook-ping", "ping", cwd="/work/ping")
+    live.start_session("hook-pong", "pong", cwd="/work/pong")
+    open_live(page, live, "/inbox/")
+    count = page.locator("#inbox-count")
+    expect(count).to_have_text("0")
+    parent = send(live, "depth 0", "pong", "ping", "hook-ping")
+    players = [("pong", "hook-pong"), ("ping", "hook-ping")]
+    for depth in range(1, 9):
+        name, hook = players[(depth - 1) % 2]
+        parent = send(live, f"depth {depth}", None, name, hook, in_reply_to=parent)
+    status, answer = live.post("/message_send", {"body": "depth 9", "in_reply_to": parent, "session": "pong", "hook_session": "hook-pong"})
+    assert status == 403 and "Inbox" in answer["detail"]
+
+    item = page.locator(f"#inbox-{parent}")
+    expect(item).to_contain_text("a reply to it was refused: too deep", timeout=LIVE_TIMEOUT)
+    expect(count).to_have_text("1", timeout=LIVE_TIMEOUT)
+    assert_not_reloaded(page)
+    shot(page, "inbox")
+    item.get_by_role("button", name="Mark seen").click()
+    expect(page.locator(".flash")).to_contain_text(f"M-{parent} marked seen")
+    expect(page.locator(f"#inbox-{parent}")).to_have_count(0)
+    expect(count).to_have_text("0")
+
+
+def test_a_comment_from_the_composer_is_delivered_at_the_next_hook(page, live):
+    alpha = session_id(live, "alpha")
+    open_live(page, live, f"/sessions/{alpha}/")
+    page.fill("#composer textarea[name=body]", "Owner here: please rebase on main.")
+    page.click("#composer button")
+    expect(page.locator(".flash")).to_contain_text("it reaches the session at its next hook")
+    comment = page.locator("#session-comments tbody tr").first
+    expect(comment).to_contain_text("Owner here: please rebase on main.")
+    expect(comment).to_contain_text("not delivered yet")
+    page.evaluate("window.__notReloaded = true")
+
+    answer = live.hook("UserPromptSubmit", "hook-alpha", prompt="carry on", cwd="/work/alpha")
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert "Owner here: please rebase on main." in context and "from the owner" in context
+    expect(comment).to_contain_text("UserPromptSubmit via hook-alpha", timeout=LIVE_TIMEOUT)
+    assert_not_reloaded(page)
+    shot(page, "session")
+
+
+def test_long_words_do_not_widen_the_page_at_laptop_width(page, live):
+    send(live, "x" * 4000, "beta", "alpha", "hook-alpha")
+    for path in ("/messages/", f"/sessions/{session_id(live, 'beta')}/"):
+        page.goto(f"{live.url}{path}")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), path
+
+
+def test_every_page_renders_for_the_screenshots(page, live):
+    status, task = 0, None
+    page.goto(f"{live.url}/tasks/")
+    page.fill("input[name=title]", "Parser rewrite")
+    page.get_by_role("button", name="Create task").click()
+    task_url = page.url
+    assert re.search(r"/tasks/\d+/$", task_url)
+    page.fill("input[name=session]", "alpha")
+    page.get_by_role("button", name="Attach").click()
+    expect(page.locator("#task-sessions")).to_contain_text("alpha")
+    shot(page, "task")
+    for name, path in [("tasks", "/tasks/"), ("map", "/map/"), ("events", "/events/"), ("search", "/search/?q=alpha"),
+                       ("thread", "/messages/1/")]:
+        page.goto(f"{live.url}{path}")
+        expect(page.locator("main h1")).to_be_visible()
+        shot(page, name)
+    page.goto(f"{live.url}/map/")
+    expect(page.locator("#map-svg svg .node")).not_to_have_count(0)
