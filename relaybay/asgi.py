@@ -1,10 +1,13 @@
 import os
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relaybay.settings")
-# Build the Django app before importing anything that touches models.
-django_asgi_app = get_asgi_application()
+# Build the Django app before importing anything that touches models. Static files (htmx,
+# the board's script) are served from where they lie: no collectstatic step, every
+# middleware stays async so a long poll holds no thread.
+django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -6,9 +6,13 @@ layer after the transaction commits, so nobody refetches a row that is not there
 """
 
 import hashlib
+import json
+import re
+import urllib.request
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
 
 BOARD_GROUP = "board"
@@ -32,13 +36,36 @@ def wait_group(hook_session):
     return "wait." + hashlib.sha1(hook_session.encode()).hexdigest()
 
 
-def _send_after_commit(group, message):
-    def send():
-        layer = get_channel_layer()
-        if layer is not None:
-            async_to_sync(layer.group_send)(group, message)
+RELAYABLE_GROUP = re.compile(r"^(board|wait\.[0-9a-f]{40})$")
+RELAYABLE_TYPES = {"board.ping", "wake"}
 
-    transaction.on_commit(send)
+# Set by management commands that write: with the in-memory channel layer (the embedded
+# default) their pings and wakes must reach the server process, so they go through its API.
+relay_through_server = False
+
+
+def _relay(group, message):
+    request = urllib.request.Request(
+        settings.RELAYBAY_URL.rstrip("/") + "/api/relay",
+        data=json.dumps({"group": group, "message": message}).encode(),
+        headers={"Authorization": f"Bearer {settings.RELAYBAY_TOKEN}", "Content-Type": "application/json"},
+    )
+    try:
+        urllib.request.urlopen(request, timeout=5).close()
+    except OSError:
+        pass  # relaybay is not running: nobody is waiting for the ping either.
+
+
+def send_to_group(group, message):
+    layer = get_channel_layer()
+    if relay_through_server and not settings.REDIS_URL:
+        _relay(group, message)
+    elif layer is not None:
+        async_to_sync(layer.group_send)(group, message)
+
+
+def _send_after_commit(group, message):
+    transaction.on_commit(lambda: send_to_group(group, message))
 
 
 def ping(*topics):

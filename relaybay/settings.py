@@ -6,6 +6,7 @@ process. Scale-out: DATABASE_URL=postgres://... and REDIS_URL=redis://...
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -71,8 +72,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Serves htmx and the board's own static files from the one daphne process.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -120,7 +119,8 @@ else:
         }
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"].setdefault("TEST", {})["NAME"] = DATA_DIR / "test.sqlite3"
+    # A file (not :memory:) so threads in tests share it as servers do; one per test run.
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = Path(tempfile.gettempdir()) / f"relaybay-test-{os.getpid()}.sqlite3"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
@@ -142,9 +142,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
-# Files are found in place (no collectstatic step for `make run`).
-WHITENOISE_USE_FINDERS = True
-WHITENOISE_AUTOREFRESH = DEBUG
+
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"

@@ -10,12 +10,12 @@ from django.http import JsonResponse
 from ninja import Router
 
 from relaybay.errors import InvalidInput, PayloadTooLarge
-from relaybay.events import wait_group
+from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
 from . import actions, lib
 from .hooks import delivery
 from .hooks.ingest import ingest_hook
-from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, WaitOut
+from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, RelayIn, WaitOut
 
 router = Router(tags=["hooks and sessions"])
 
@@ -89,11 +89,14 @@ async def wait_for_delivery(request, session_id: str, timeout: float = 50):
                     return {"status": "delivered", "text": outcome}
             remaining = deadline - loop.time()
             if remaining <= 0:
+                # The loop above made one last check, for a write no wake reached.
                 return {"status": "timeout"}
             try:
                 message = await asyncio.wait_for(layer.receive(channel), remaining)
             except asyncio.TimeoutError:
-                return {"status": "timeout"}
+                check = True
+                deadline = -1.0
+                continue
             if message.get("type") == "replaced":
                 if message.get("waiter") != waiter:
                     return {"status": "replaced"}
@@ -102,6 +105,19 @@ async def wait_for_delivery(request, session_id: str, timeout: float = 50):
                 check = True
     finally:
         await layer.group_discard(group, channel)
+
+
+@router.post(
+    "/relay",
+    response={204: None, 400: Error, 401: Error},
+    summary="Pass a refresh ping or wake from another process to this one's channel layer",
+    description="Used by management commands when relaybay runs on the in-memory channel layer.",
+)
+async def relay(request, data: RelayIn):
+    if not RELAYABLE_GROUP.match(data.group) or data.message.get("type") not in RELAYABLE_TYPES:
+        raise InvalidInput("Only board pings and wake-ups can be relayed.")
+    await get_channel_layer().group_send(data.group, data.message)
+    return 204, None
 
 
 @router.post("/desktop", response={200: DesktopOut, 400: Error, 401: Error}, summary="Register or update a desktop session")

@@ -45,3 +45,8 @@ class DesktopEdgeOut(Schema):
     event_id: int
     sender: str
     recipient: str
+
+
+class RelayIn(Schema):
+    group: str
+    message: dict

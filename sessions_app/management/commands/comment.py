@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from relaybay import events
 from relaybay.errors import RelaybayError
 from sessions_app.actions import do_write_comment, resolve_one
 
@@ -12,11 +13,14 @@ class Command(BaseCommand):
         parser.add_argument("text", nargs="+", help="The comment text")
 
     def handle(self, *args, **options):
+        events.relay_through_server = True
         try:
             session = resolve_one(options["session"])
             result = do_write_comment(session=session, body=" ".join(options["text"]))
         except RelaybayError as error:
             raise CommandError(error.message)
+        finally:
+            events.relay_through_server = False
         self.stdout.write(
             f"Comment C-{result.comment.pk} written to {session.handle} ({session.name}); "
             "it is delivered at the session's next hook."
