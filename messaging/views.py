@@ -72,8 +72,10 @@ def message_thread(request, pk):
 @owner_required
 def inbox(request):
     def rows():
-        items = board.messages_by_ids(board.inbox_queryset().values("id")).order_by("-id")[:200]
-        return {"items": board.decorate_messages(items)}
+        page = board.keyset_page(
+            board.inbox_querysets(), board.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
+        )
+        return {"inbox_page": page, "items": board.decorate_messages(page.rows)}
 
     return render_board(request, "messaging/inbox.html", {"inbox-rows": rows}, {"section": "inbox"})
 

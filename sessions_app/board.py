@@ -4,7 +4,7 @@ the Inbox, message marks and threads, and keyset pages that stay fast on large t
 import unicodedata
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Prefetch
 from django.template.response import TemplateResponse
 from django.utils.html import escape
 
@@ -288,13 +288,16 @@ def event_marks(event):
 # --- Inbox ---------------------------------------------------------------------------------
 
 
-def inbox_queryset():
-    """What waits on the owner (SPEC §5.4): parents of depth-refused replies, and unread
-    messages whose recipient row is gone, until the owner marks them seen."""
-    return SessionMessage.objects.filter(owner_seen_at=None).filter(
-        Q(needs_owner=True) | Q(recipient=None, read_at=None)
-    )
+def inbox_querysets():
+    """What waits on the owner (SPEC §5.4), until the owner marks it seen: parents of
+    depth-refused replies, and unread messages whose recipient row is gone. Two querysets,
+    each served by its own partial index, rather than one OR that scans the table."""
+    waiting = SessionMessage.objects.filter(owner_seen_at=None)
+    return [
+        waiting.filter(needs_owner=True),
+        waiting.filter(recipient=None, read_at=None, needs_owner=False),
+    ]
 
 
 def inbox_count():
-    return inbox_queryset().count()
+    return sum(queryset.count() for queryset in inbox_querysets())
