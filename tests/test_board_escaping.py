@@ -2,8 +2,10 @@
 HTML, with invisible and direction-changing characters shown (SPEC §5.1)."""
 
 import re
+from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from messaging.actions import do_send_message
 from messaging.models import SessionMessage
@@ -106,7 +108,7 @@ def test_agent_names_are_isolated_so_they_cannot_reorder_the_page(board, hostile
 def test_very_long_words_are_kept_whole_and_wrap(board, hostile):
     html = board.get("/messages/").content.decode()
     assert LONG_WORD in html
-    css = b"".join(board.get("/static/board/board.css").streaming_content).decode()
+    css = (Path(settings.BASE_DIR) / "static/board/board.css").read_text()
     assert re.search(r"\.body \{[^}]*overflow-wrap: anywhere", css)
     assert re.search(r"th, td \{[^}]*overflow-wrap: anywhere", css)
 
