@@ -1,20 +1,17 @@
 """The owner's messages board: every message with its marks, threads, and the Inbox (SPEC §5.3, §5.4)."""
 
 from django.contrib import messages as flash
-from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
 from sessions_app import board
-from sessions_app.board import render_board
+from sessions_app.board import owner_required, render_board, task_param
 from sessions_app.models import Session, Task
 
 from .actions import do_mark_inbox_seen
 from .models import SessionMessage
-
-owner_required = staff_member_required(login_url="login")
 
 STATES = {
     "waiting": Q(delivered_at=None, read_at=None),
@@ -26,8 +23,7 @@ STATES = {
 @owner_required
 def messages_list(request):
     name = request.GET.get("session", "").strip()
-    task_ref = request.GET.get("task", "")
-    task = Task.objects.filter(pk=task_ref).first() if task_ref.isdigit() else None
+    task = task_param(request)
     state = request.GET.get("state", "")
     matched = board.resolve_filter_sessions(name)
 

@@ -4,6 +4,7 @@ the Inbox, message marks and threads, and keyset pages that stay fast on large t
 import unicodedata
 from dataclasses import dataclass, field
 
+from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Count, Prefetch
 from django.template.response import TemplateResponse
 from django.utils.html import escape
@@ -12,9 +13,18 @@ from messaging.lib import read_mark
 from messaging.models import SessionMessage
 
 from . import lib
-from .models import HookLink, Session
+from .models import HookLink, Session, Task
 
 PAGE_SIZE = 50
+
+# The board is the owner's: their Django staff account (SPEC §5.1).
+owner_required = staff_member_required(login_url="login")
+
+
+def task_param(request, key="task"):
+    """The task a filter names by id, or None."""
+    ref = request.GET.get(key, "")
+    return Task.objects.filter(pk=ref).first() if ref.isdigit() else None
 
 
 def is_invisible(ch):
@@ -277,10 +287,13 @@ def event_marks(event):
     for key, value in (event.data or {}).items():
         if key in REPEATED_KEYS:
             continue
-        if isinstance(value, (dict, list)):
+        if isinstance(value, list) and all(isinstance(item, (str, int, float, bool)) for item in value):
+            text = ", ".join(str(item) for item in value)
+        elif isinstance(value, (dict, list)):
             marks.append((key, "{…}" if isinstance(value, dict) else "[…]"))
             continue
-        text = str(value)
+        else:
+            text = str(value)
         marks.append((key, text if len(text) <= MARK_CHARS else text[: MARK_CHARS - 1] + "…"))
     return marks
 

@@ -6,7 +6,6 @@ renders only that fragment when htmx asks for it (see board.render_board).
 """
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpResponse
@@ -17,10 +16,8 @@ from relaybay.errors import RelaybayError
 
 from . import actions, board, export, search
 from . import map as session_map
-from .board import render_board
+from .board import owner_required, render_board, task_param
 from .models import Comment, Event, HookLink, Session, Task
-
-owner_required = staff_member_required(login_url="login")
 
 LIVE = [HookLink.State.BUSY, HookLink.State.IDLE]
 SESSION_STATES = {
@@ -31,11 +28,6 @@ SESSION_STATES = {
     "unlinked": lambda qs: qs.filter(links__isnull=True),
 }
 EVENT_KINDS = ["hook", "message", "comment", "link", "session", "task", "desktop"]
-
-
-def _task_from(request, key="task"):
-    ref = request.GET.get(key, "")
-    return Task.objects.filter(pk=ref).first() if ref.isdigit() else None
 
 
 def _run(request, write, success):
@@ -58,7 +50,7 @@ def sessions_list(request):
     state = request.GET.get("state", "")
     kind = request.GET.get("kind", "")
     text = request.GET.get("q", "").strip()
-    task = _task_from(request)
+    task = task_param(request)
 
     def rows():
         sessions = board.sessions_with_links().order_by("-last_seen_at", "-id")
@@ -283,7 +275,7 @@ def events_feed(request):
 
 @owner_required
 def map_view(request):
-    task = _task_from(request)
+    task = task_param(request)
 
     def drawing():
         return {"map": session_map.draw(task=task)}

@@ -172,21 +172,49 @@ def test_long_words_do_not_widen_the_page_at_laptop_width(page, live):
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), path
 
 
-def test_every_page_renders_for_the_screenshots(page, live):
-    status, task = 0, None
+def seed_a_working_day(live):
+    """A few sessions of one piece of work, as the owner would see them mid-afternoon."""
+    live.start_session("hook-api", "api-refactor", cwd="/home/me/payments")
+    live.start_session("hook-docs", "docs-writer", cwd="/home/me/payments/docs")
+    live.start_session("hook-old", "migration-spike", cwd="/home/me/payments")
+    live.hook("SessionEnd", "hook-old", cwd="/home/me/payments", reason="exit")
+    live.hook("SessionStart", "hook-3f9c2a71", cwd="/home/me/scratch")
+    status, _ = live.post("/desktop", {"desktop_id": "desk-7", "title": "ui-review", "folder": "/home/me/payments-ui", "status": "active"})
+    assert status == 200
+    live.hook("UserPromptSubmit", "hook-api", prompt="Split the ledger module", cwd="/home/me/payments")
+    live.hook("PreToolUse", "hook-api", tool_name="Bash", tool_input={"command": "pytest -q"}, cwd="/home/me/payments")
+    question = send(live, "The ledger split changes the public API: can you update the reference docs?", "docs-writer", "api-refactor", "hook-api")
+    send(live, "Which endpoints moved?", None, "docs-writer", "hook-docs", in_reply_to=question)
+    send(live, "Please check the new error messages in the UI.", "ui-review", "api-refactor", "hook-api")
+    send(live, "Old spike notes are in /tmp/spike.md", "migration-spike", "api-refactor", "hook-api")
+    live.post("/desktop/edge", {"sender": "ui-review", "recipient": "api-refactor"})
+    live.hook("UserPromptSubmit", "hook-api", prompt="continue", cwd="/home/me/payments")
+
+
+def test_a_tour_of_every_page(page, live):
+    seed_a_working_day(live)
     page.goto(f"{live.url}/tasks/")
-    page.fill("input[name=title]", "Parser rewrite")
+    page.fill("input[name=title]", "Payments API v2")
     page.get_by_role("button", name="Create task").click()
-    task_url = page.url
-    assert re.search(r"/tasks/\d+/$", task_url)
-    page.fill("input[name=session]", "alpha")
-    page.get_by_role("button", name="Attach").click()
-    expect(page.locator("#task-sessions")).to_contain_text("alpha")
+    assert re.search(r"/tasks/\d+/$", page.url)
+    for name in ("api-refactor", "docs-writer", "desk-7"):
+        page.fill("input[name=session]", name)
+        page.get_by_role("button", name="Attach").click()
+        expect(page.locator("#task-sessions")).to_contain_text(name if name != "desk-7" else "ui-review")
     shot(page, "task")
-    for name, path in [("tasks", "/tasks/"), ("map", "/map/"), ("events", "/events/"), ("search", "/search/?q=alpha"),
-                       ("thread", "/messages/1/")]:
+    api = session_id(live, "api-refactor")
+    page.goto(f"{live.url}/sessions/{api}/")
+    page.fill("#composer textarea[name=body]", "Keep the old endpoints for one release.")
+    page.click("#composer button")
+    expect(page.locator("#session-comments")).to_contain_text("Keep the old endpoints")
+    for name, path in [
+        ("sessions", "/"), ("session", f"/sessions/{api}/"), ("tasks", "/tasks/"), ("messages", "/messages/"),
+        ("map", "/map/"), ("events", "/events/"), ("search", "/search/?q=ledger"), ("thread", f"/messages/{1}/"),
+        ("inbox", "/inbox/"),
+    ]:
         page.goto(f"{live.url}{path}")
         expect(page.locator("main h1")).to_be_visible()
         shot(page, name)
     page.goto(f"{live.url}/map/")
     expect(page.locator("#map-svg svg .node")).not_to_have_count(0)
+    expect(page.locator("#map-svg")).to_contain_text("ui-review")
