@@ -32,6 +32,14 @@ def _live_exact_link(row):
     return row.links.filter(exact=True).exclude(state=HookLink.State.ENDED).first()
 
 
+def _linked_elsewhere(name):
+    return (
+        f'"{name}" is linked to a live Claude Code session; write with its hook_session to prove it is you. '
+        "If you restarted without a session end, write again with your new hook_session "
+        "(CLAUDE_CODE_SESSION_ID): that moves the link to you."
+    )
+
+
 def resolve_sender(*, session=None, session_title=None, hook_session=None, create=True):
     """Who is writing, by the rules of SPEC §4.2. Call inside a transaction: it may create an
     `mcp` row or move a link, and a refusal raised later rolls those back."""
@@ -55,6 +63,11 @@ def resolve_sender(*, session=None, session_title=None, hook_session=None, creat
                 f"relaybay has seen no hook events from hook session {hook_session}; "
                 "pass session with your name as well (it is then stored as not verified)."
             )
+        # The hook id names its row; an old id of a row that is live under another exact
+        # link must not pass for it, exactly as its name without that link's id would not.
+        held = _live_exact_link(link.session)
+        if held is not None and held.pk != link.pk:
+            raise SenderRefused(_linked_elsewhere(link.session.public_name))
         return Sender(link.session, link.session.public_name, link.carries_deliveries)
 
     if create:
@@ -65,11 +78,7 @@ def resolve_sender(*, session=None, session_title=None, hook_session=None, creat
     proof = link if (link is not None and link.live) else None
     if held is not None and (proof is None or proof.pk != held.pk):
         if proof is None:
-            raise SenderRefused(
-                f'"{name}" is linked to a live Claude Code session; write with its hook_session to prove it is you. '
-                "If you restarted without a session end, write again with your new hook_session "
-                "(CLAUDE_CODE_SESSION_ID): that moves the link to you."
-            )
+            raise SenderRefused(_linked_elsewhere(name))
     if proof is not None:
         result = link_hook_session(row, hook_session)
         return Sender(row, name, result.verified)
@@ -171,12 +180,23 @@ def _refuse_deep_reply(parent):
     )
 
 
+class _ReplyTooDeep(Exception):
+    pass
+
+
 def do_send_message(*, body, to=None, task=None, in_reply_to=None, session=None, session_title=None, hook_session=None):
     body = _check_body(body)
     parent = get_message(in_reply_to) if in_reply_to not in (None, "") else None
-    if parent is not None and parent.depth + 1 > MAX_DEPTH:
+    try:
+        return _send_message(
+            body=body, to=to, task=task, parent=parent, session=session, session_title=session_title, hook_session=hook_session
+        )
+    except _ReplyTooDeep:
         # The refusal writes only the owner's Inbox mark, never the reply.
         _refuse_deep_reply(parent)
+
+
+def _send_message(*, body, to, task, parent, session, session_title, hook_session):
     now = timezone.now()
     with transaction.atomic():
         sender = resolve_sender(session=session, session_title=session_title, hook_session=hook_session)
@@ -193,6 +213,11 @@ def do_send_message(*, body, to=None, task=None, in_reply_to=None, session=None,
             raise InvalidInput("Say who receives it: pass to (a session name, S-<id> handle or desktop id), or in_reply_to.")
         if recipient.pk == sender.row.pk:
             raise Refused("A session cannot write to itself; pass another session in to (sessions_list shows them).")
+        if parent is not None and parent.depth + 1 > MAX_DEPTH:
+            # Judged only once the sender and recipient are: a send refused for who writes
+            # must not reach the owner's Inbox. Raising rolls back what resolving the sender
+            # may have written (an mcp row, a moved link).
+            raise _ReplyTooDeep
         _check_rate(sender.row, now)
         task_row = get_task(task) if task not in (None, "") else (parent.task if parent else sender.row.task)
         status = reachability(recipient)
@@ -214,24 +239,32 @@ def do_send_message(*, body, to=None, task=None, in_reply_to=None, session=None,
         record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
         record_event("message.sent", session=sender.row, data={**edge, "verified": sender.verified, "depth": message.depth})
         if parent is not None and parent.recipient_id == sender.row.pk:
-            _mark_read([parent], reader=sender.row, verified=sender.verified, proven=_can_ack(sender.row, sender.verified))
+            proven, verified = _ack_proof(sender.row, hook_session)
+            if proven:
+                _mark_read([parent], reader=sender.row, verified=verified)
         waiting = recipient.links.filter(exact=True, state=HookLink.State.IDLE).exclude(waiter="")
         wake_waiters(waiting.values_list("hook_session", flat=True))
         ping("messages", "sessions", "map", "events")
     return SendResult(message, status)
 
 
-def _can_ack(row, proven_by_hook):
-    """SPEC §4.4: a row with an exact link (live or ended) needs that link's id; a row that
-    never linked itself cannot prove anything and its acks are marked not verified."""
-    if row.links.filter(exact=True).exists():
-        return proven_by_hook
-    return True
+def _ack_proof(row, hook_session):
+    """(may it mark the row's mail read, is the mark verified), by SPEC §4.4.
+
+    A row with an exact link, live or ended, needs that link's id: an ended link counts,
+    because that session may come back and must then get what was not read in its name.
+    While the row is live, only its live link's id proves it, as for a send (§4.2): an old
+    id left behind by a restart does not. A row that never linked itself cannot prove
+    anything, so anyone naming it may mark its mail, and the mark says so."""
+    exact = row.links.filter(exact=True)
+    live = exact.exclude(state=HookLink.State.ENDED)
+    proving = set((live if live.exists() else exact).values_list("hook_session", flat=True))
+    if proving:
+        return (hook_session or "").strip() in proving, True
+    return True, False
 
 
-def _mark_read(messages, *, reader, verified, proven):
-    if not proven:
-        return 0
+def _mark_read(messages, *, reader, verified):
     now = timezone.now()
     marked = 0
     for message in messages:
@@ -265,13 +298,12 @@ def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_s
             row = link.session
         else:
             raise InvalidInput("Say whose mail is read: pass session (your name) and hook_session.")
-        exact_ids = set(row.links.filter(exact=True).values_list("hook_session", flat=True))
-        if exact_ids and hook not in exact_ids:
+        proven, verified = _ack_proof(row, hook)
+        if not proven:
             raise Refused(
                 f'"{row.public_name}" has an exact hook link: acknowledge with its hook_session '
                 "(your CLAUDE_CODE_SESSION_ID), so its mail is not marked read in its name by someone else."
             )
-        verified = bool(exact_ids)
         if message_id not in (None, ""):
             message = get_message(message_id)
             if message.recipient_id != row.pk:
@@ -280,7 +312,7 @@ def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_s
         else:
             unread = SessionMessage.objects.filter(recipient=row, read_at=None)
             messages = list(unread.exclude(delivered_at=None) if verified else unread)
-        marked = _mark_read(messages, reader=row, verified=verified, proven=True)
+        marked = _mark_read(messages, reader=row, verified=verified)
     return AckResult(row, marked, verified)
 
 

@@ -22,7 +22,9 @@ def quote_body(body):
 def sender_line(message):
     verified = "name verified" if message.sender_verified else "name NOT verified"
     handle = f"S-{message.sender_id}" if message.sender_id else "row gone"
-    return f'"{message.sender_name}" ({handle}, {verified})'
+    # The name is the sender's own text: quoted like a body, so a name such as
+    # 'x" (S-1, name verified' cannot close the quotes and forge the mark after it.
+    return f"{quote_body(message.sender_name)} ({handle}, {verified})"
 
 
 def message_block(message):

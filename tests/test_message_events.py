@@ -1,0 +1,149 @@
+"""Events of the MCP channel (SPEC §4.7): names, ids and marks, never the text."""
+
+import json
+
+import pytest
+
+from sessions_app.models import Event
+
+from .message_personas import rb  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "zq-secret 4417 \"quoted\" \u00e9t\u00e9\nsecond line"
+# Pieces of the text as it could appear anywhere: raw, JSON-escaped, or one line of it.
+TRACES = ["zq-secret", "4417", "second line", "\\\"quoted\\\""]
+
+
+@pytest.fixture
+def pair(rb):
+    return rb.live("alice", "hook-a"), rb.live("bob", "hook-b", busy=True)
+
+
+def new_events(since, name=None):
+    events = Event.objects.filter(pk__gt=since).order_by("id")
+    return list(events.filter(name=name) if name else events)
+
+
+def last_event_id():
+    return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def assert_no_text_in_events():
+    for event in Event.objects.all():
+        stored = json.dumps(event.data) + json.dumps(event.data, ensure_ascii=False) + event.name + event.hook_session
+        for trace in TRACES:
+            assert trace not in stored, (event.name, event.data)
+
+
+def test_a_send_records_session_message_and_message_sent_with_names_and_ids(rb, pair):
+    alice, bob = pair
+    since = last_event_id()
+    message_id = rb.sent(body=SECRET, to="bob", session="alice", hook_session="hook-a")["id"]
+    edge = {"message": message_id, "from": alice.handle, "from_name": "alice", "to": bob.handle, "to_name": "bob"}
+    events = new_events(since)
+    assert [(e.name, e.session_id, e.data) for e in events] == [
+        ("session.message", alice.pk, {**edge, "channel": "mcp"}),
+        ("message.sent", alice.pk, {**edge, "verified": True, "depth": 0}),
+    ]
+    assert_no_text_in_events()
+
+
+def test_an_unverified_reply_records_its_mark_and_depth(rb, pair):
+    carol = rb.desktop("desk-c", "carol")
+    parent = rb.sent(body="hi carol", to="carol", session="alice", hook_session="hook-a")["id"]
+    since = last_event_id()
+    reply = rb.sent(body=SECRET, in_reply_to=parent, session="carol")["id"]
+    [sent] = new_events(since, "message.sent")
+    assert sent.session_id == carol.pk
+    assert (sent.data["message"], sent.data["verified"], sent.data["depth"]) == (reply, False, 1)
+    # The reply marked its parent read, not verified: that is an event too.
+    [read] = new_events(since, "message.read")
+    assert read.data == {"message": parent, "from": "alice", "to": "carol", "verified": False}
+    assert_no_text_in_events()
+
+
+@pytest.mark.parametrize("carrier", ["PreToolUse", "Stop"])
+def test_a_delivery_records_message_delivered_with_the_hook_that_carried_it(rb, pair, carrier):
+    _, bob = pair
+    message_id = rb.sent(body=SECRET, to="bob", session="alice", hook_session="hook-a")["id"]
+    since = last_event_id()
+    rb.hook(carrier, "hook-b", tool_name="Bash", tool_input={"command": "ls"})
+    [delivered] = new_events(since, "message.delivered")
+    assert (delivered.session_id, delivered.hook_session) == (bob.pk, "hook-b")
+    assert delivered.data == {"message": message_id, "from": "alice", "to": "bob", "by": carrier}
+    assert_no_text_in_events()
+
+
+@pytest.mark.parametrize("how", ["ack", "reply"])
+def test_reading_records_message_read_with_its_mark(rb, pair, how):
+    _, bob = pair
+    message_id = rb.sent(body=SECRET, to="bob", session="alice", hook_session="hook-a")["id"]
+    rb.tool("hook-b")
+    since = last_event_id()
+    if how == "ack":
+        rb.ack(message_id=message_id, session="bob", hook_session="hook-b")
+    else:
+        rb.sent(body="thanks", in_reply_to=message_id, session="bob", hook_session="hook-b")
+    [read] = new_events(since, "message.read")
+    assert read.session_id == bob.pk
+    assert read.data == {"message": message_id, "from": "alice", "to": "bob", "verified": True}
+    assert_no_text_in_events()
+
+
+def test_no_event_of_a_whole_conversation_holds_the_text(rb, pair):
+    rb.desktop("desk-c", "carol")
+    first = rb.sent(body=SECRET, to="bob", session="alice", hook_session="hook-a")["id"]
+    rb.stop("hook-b")
+    reply = rb.sent(body=SECRET, in_reply_to=first, session="bob", hook_session="hook-b")["id"]
+    rb.prompt("hook-a")
+    rb.ack(message_id=reply, session="alice", hook_session="hook-a")
+    rb.sent(body=SECRET, to="bob", session="carol")
+    rb.ack(session="bob", hook_session="hook-b")
+    rb.messages("bob", box="all")
+    rb.send(body=SECRET, to="nobody", session="alice", hook_session="hook-a")
+    rb.send(body=SECRET + '"' * 3990, to="bob", session="alice", hook_session="hook-a")
+    rb.end("hook-b")
+    rb.start("hook-b", "xavier", source="resume")
+    assert Event.objects.filter(name__startswith="message.").count() >= 6
+    assert_no_text_in_events()
+
+
+TOOL_EVENTS = [
+    ("PreToolUse", "mcp__relaybay__message_send", {"tool_input": {"to": "bob", "body": SECRET}}),
+    ("PermissionRequest", "mcp__relaybay__message_send", {"tool_input": {"to": "bob", "body": SECRET}}),
+    (
+        "PostToolUse",
+        "mcp__relaybay__message_send",
+        {"tool_input": {"to": "bob", "body": SECRET}, "tool_response": [{"type": "text", "text": SECRET}]},
+    ),
+    (
+        "PostToolUseFailure",
+        "mcp__relaybay__message_send",
+        {"tool_input": {"to": "bob", "body": SECRET}, "error": "too long"},
+    ),
+    ("PreToolUse", "mcp__relaybay__messages_list", {"tool_input": {"session": "bob"}}),
+    (
+        "PostToolUse",
+        "mcp__relaybay__messages_list",
+        {"tool_input": {"session": "bob"}, "tool_response": {"messages": [{"body": json.dumps(SECRET)}]}},
+    ),
+    ("PostToolUse", "mcp__relaybay-dev__message_send", {"tool_input": {"body": SECRET}, "tool_response": SECRET}),
+]
+
+
+@pytest.mark.parametrize("event, tool_name, fields", TOOL_EVENTS, ids=[f"{e}-{t}" for e, t, _ in TOOL_EVENTS])
+def test_hook_events_of_message_tool_calls_never_store_the_text(rb, pair, event, tool_name, fields):
+    since = last_event_id()
+    rb.hook(event, "hook-a", tool_name=tool_name, tool_use_id="toolu_1", **fields)
+    [recorded] = new_events(since, f"hook.{event}")
+    assert recorded.data["tool_name"] == tool_name
+    for key in ("tool_input", "tool_response"):
+        if key in fields:
+            assert recorded.data[key] == "[not stored: message text]"
+    assert_no_text_in_events()
+
+
+def test_the_model_s_last_message_at_stop_is_not_stored(rb, pair):
+    rb.hook("Stop", "hook-a", stop_hook_active=False, last_assistant_message=f"I sent bob: {SECRET}")
+    assert_no_text_in_events()

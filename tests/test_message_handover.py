@@ -1,0 +1,182 @@
+"""Moving and merging links, for messages (SPEC §1.3): what a row's mail does when its link is
+taken by a write naming another row."""
+
+import pytest
+
+from messaging.models import SessionMessage
+from sessions_app.models import Comment, HookLink, Session
+
+from .message_personas import context_of, counts, detail, link, quoted, rb  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+ROW_GONE = "not delivered yet: its session row is gone."
+
+
+@pytest.fixture
+def alice(rb):
+    return rb.live("alice", "hook-a")
+
+
+def from_alice(rb, to, body):
+    return rb.sent(body=body, to=to, session="alice", hook_session="hook-a")["id"]
+
+
+def recipient_of(message_id):
+    return SessionMessage.objects.select_related("recipient").get(pk=message_id).recipient
+
+
+# A guessed hook row merged into the named row hands its mail over
+
+
+def _by_session_link(rb, name, hook_session):
+    assert rb.session_link(hook_session=hook_session, session=name).status_code == 200
+
+
+def _by_message_send(rb, name, hook_session):
+    assert rb.send(body="I am here", to="alice", session=name, hook_session=hook_session).json()["sender_verified"]
+
+
+def _by_relaybay_session(rb, name, hook_session):
+    rb.start(hook_session, name, source="resume")
+
+
+WRITES = [_by_session_link, _by_message_send, _by_relaybay_session]
+
+
+@pytest.mark.parametrize("write", WRITES)
+@pytest.mark.parametrize("named_row", ["desktop", "hook"])
+def test_a_guessed_hook_row_merged_into_the_named_row_hands_its_messages_and_comments_over(rb, alice, write, named_row):
+    if named_row == "desktop":
+        xavier = rb.desktop("desk-x", "xavier")
+    else:
+        xavier = rb.live("xavier", "hook-x-old")
+        rb.end("hook-x-old")
+    guessed = rb.guessed("hook-g")
+    to_guessed = from_alice(rb, guessed.handle, "to the guessed row")
+    from_guessed = rb.sent(body="from the guessed row", to="alice", hook_session="hook-g")["id"]
+    comment = rb.comment(guessed, "owner to the guessed row")
+    write(rb, "xavier", "hook-g")
+    assert not Session.objects.filter(pk=guessed.pk).exists()
+    assert link("hook-g").session == xavier and link("hook-g").exact
+    assert recipient_of(to_guessed) == xavier
+    assert SessionMessage.objects.get(pk=from_guessed).sender == xavier
+    assert Comment.objects.get(pk=comment.pk).session == xavier
+    # Handed over means delivered to it now, comment first.
+    text = context_of(rb.tool("hook-g"))
+    assert text.index("owner to the guessed row") < text.index(quoted("to the guessed row"))
+    assert [m["id"] for m in rb.messages("xavier")] == [to_guessed]
+    assert to_guessed in [m["id"] for m in rb.messages("xavier", box="all")]
+    assert from_guessed in [m["id"] for m in rb.messages("xavier", box="sent")]
+
+
+def test_a_guessed_hook_row_named_for_the_first_time_simply_takes_the_name_and_keeps_its_mail(rb, alice):
+    guessed = rb.guessed("hook-g")
+    message_id = from_alice(rb, guessed.handle, "hello")
+    rb.session_link(hook_session="hook-g", session="newname")
+    guessed.refresh_from_db()
+    assert guessed.title == "newname" and link("hook-g").exact
+    assert recipient_of(message_id) == guessed
+    assert quoted("hello") in context_of(rb.tool("hook-g"))
+
+
+def test_a_guessed_desktop_row_keeps_its_mail_when_its_link_moves(rb, alice):
+    dave = rb.desktop("desk-d", "dave", folder="/work/dave")
+    rb.guessed("hook-d", cwd="/work/dave")
+    message_id = from_alice(rb, "dave", "for dave")
+    xavier = rb.desktop("desk-x", "xavier")
+    rb.session_link(hook_session="hook-d", session="xavier")
+    assert link("hook-d").session == xavier
+    assert recipient_of(message_id) == dave
+    assert rb.tool("hook-d") == {}
+
+
+# A taken-over ended exact hook row does not hand its mail over
+
+
+@pytest.mark.parametrize("taker", ["new name", "desktop row"])
+def test_a_taken_over_ended_exact_hook_row_is_deleted_and_its_mail_says_its_row_is_gone(rb, alice, taker):
+    if taker == "desktop row":
+        rb.desktop("desk-x", "xavier")
+    zed = rb.live("zed", "hook-z")
+    to_zed = from_alice(rb, "zed", "for zed only")
+    from_zed = rb.sent(body="from zed", to="alice", session="zed", hook_session="hook-z")["id"]
+    comment = rb.comment(zed, "owner to zed")
+    rb.end("hook-z")
+    # The same Claude Code session resumed under another name takes the ended id.
+    rb.start("hook-z", "xavier", source="resume")
+    xavier = link("hook-z").session
+    assert xavier.title == "xavier" and link("hook-z").exact
+    assert not Session.objects.filter(pk=zed.pk).exists()
+    message = SessionMessage.objects.get(pk=to_zed)
+    assert (message.recipient, message.recipient_name, message.read_at, message.delivered_at) == (None, "zed", None, None)
+    assert Comment.objects.get(pk=comment.pk).session is None
+    # Nothing written to zed reaches the session that took its id.
+    answer = rb.prompt("hook-z")
+    assert "for zed only" not in str(answer) and "owner to zed" not in str(answer)
+    [sent] = [m for m in rb.messages("alice", box="sent") if m["id"] == to_zed]
+    assert (sent["to"], sent["to_handle"], sent["status"], sent["read"]) == ("zed", None, ROW_GONE, "")
+    [received] = rb.messages("alice")
+    assert (received["id"], received["from"], received["from_handle"]) == (from_zed, "zed", None)
+
+
+def test_an_ended_exact_row_that_is_not_a_lone_hook_row_keeps_what_was_written_to_it(rb, alice):
+    zed = rb.desktop("desk-z", "zed")
+    rb.guessed("hook-z")
+    rb.session_link(hook_session="hook-z", session="zed")
+    message_id = from_alice(rb, "zed", "for zed")
+    rb.end("hook-z")
+    rb.start("hook-z", "xavier", source="resume")
+    assert link("hook-z").session.title == "xavier"
+    assert recipient_of(message_id) == zed
+    assert quoted("for zed") not in str(rb.prompt("hook-z"))
+    [listed] = rb.messages("zed")
+    assert listed["status"].startswith("not delivered yet: ")
+
+
+def test_an_ended_exact_hook_row_with_another_link_keeps_what_was_written_to_it(rb, alice):
+    zed = rb.live("zed", "hook-z1")
+    rb.live("zed", "hook-z2")
+    message_id = from_alice(rb, "zed", "for zed")
+    rb.end("hook-z2")
+    rb.start("hook-z2", "xavier", source="resume")
+    assert Session.objects.filter(pk=zed.pk).exists()
+    assert recipient_of(message_id) == zed
+
+
+def test_an_ended_hook_id_is_not_moved_by_a_tool_write(rb, alice):
+    rb.live("zed", "hook-z")
+    rb.end("hook-z")
+    before = counts()
+    response = rb.session_link(hook_session="hook-z", session="xavier")
+    assert response.status_code == 403
+    assert detail(response) == "Hook session hook-z has ended; link the hook session you are running in now."
+    assert counts() == before
+
+
+def test_a_hook_id_never_seen_links_nothing(rb, alice):
+    rb.desktop("desk-x", "xavier")
+    before = counts()
+    response = rb.session_link(hook_session="made-up", session="xavier")
+    assert response.status_code == 404
+    assert counts() == before
+
+
+# A restart without SessionEnd
+
+
+@pytest.mark.parametrize("write", [_by_session_link, _by_message_send])
+def test_after_a_restart_without_session_end_a_write_with_the_new_hook_id_moves_the_link_and_ends_the_old(rb, alice, write):
+    bob = rb.live("bob", "hook-b1")
+    waiting = from_alice(rb, "bob", "before the restart")
+    fresh = rb.guessed("hook-b2")
+    comment = rb.comment(fresh, "owner to the new terminal")
+    write(rb, "bob", "hook-b2")
+    assert link("hook-b2").session == bob and link("hook-b2").exact
+    assert link("hook-b1").state == HookLink.State.ENDED and link("hook-b1").session == bob
+    assert not Session.objects.filter(pk=fresh.pk).exists()
+    assert Comment.objects.get(pk=comment.pk).session == bob
+    assert rb.tool("hook-b1") == {}
+    text = context_of(rb.tool("hook-b2"))
+    assert quoted("before the restart") in text and "owner to the new terminal" in text
+    assert SessionMessage.objects.get(pk=waiting).delivered_by == "PreToolUse via hook-b2"
