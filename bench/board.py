@@ -117,6 +117,10 @@ def populate(n_messages, n_sessions):
                 for m in created
             )
     with transaction.atomic():
+        # The history is from earlier in the day, not this second.
+        earlier = now - django.utils.timezone.timedelta(hours=3)
+        SessionMessage.objects.update(created_at=earlier)
+        Event.objects.update(created_at=earlier)
         # A few replies and Inbox items, like a real board has.
         ids = list(SessionMessage.objects.order_by("-id").values_list("id", flat=True)[:2000])
         for child, parent in zip(ids[:500], ids[500:1000]):

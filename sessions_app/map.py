@@ -4,8 +4,12 @@ laid out on a circle and drawn as SVG by the server."""
 import math
 from dataclasses import dataclass
 
-from django.db.models import Count, Max, Q
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.db.models import Count, Max
 from django.db.models.fields.json import KT
+from django.utils import timezone
 
 from . import board, lib
 from .models import Event, Task
@@ -14,6 +18,9 @@ MAX_NODES = 120
 LABEL_CHARS = 28
 NODE_RADIUS = 7
 MARGIN = 150
+EDGE_CACHE_KEY = "relaybay.map.edges"
+# An event older than this has committed: no transaction of an action stays open that long.
+SETTLED = timedelta(seconds=30)
 
 
 @dataclass
@@ -59,16 +66,45 @@ class Drawing:
     task: Task | None
 
 
-def message_edges(task=None):
-    """(from handle, to handle, count, from name, to name), from the `session.message` events."""
-    events = Event.objects.filter(name="session.message").annotate(source=KT("data__from"), target=KT("data__to"))
-    if task is not None:
-        handles = [f"S-{pk}" for pk in task.sessions.values_list("pk", flat=True)]
-        events = events.filter(Q(data__from__in=handles) | Q(data__to__in=handles))
-    rows = events.values("source", "target").annotate(
-        count=Count("id"), source_name=Max(KT("data__from_name")), target_name=Max(KT("data__to_name"))
+def _count_edges(events, counts):
+    rows = (
+        events.annotate(source=KT("data__from"), target=KT("data__to"))
+        .values("source", "target")
+        .annotate(count=Count("id"), source_name=Max(KT("data__from_name")), target_name=Max(KT("data__to_name")))
     )
-    return [(r["source"], r["target"], r["count"], r["source_name"], r["target_name"]) for r in rows]
+    for row in rows:
+        key = (row["source"], row["target"])
+        count, source_name, target_name = counts.get(key, (0, None, None))
+        counts[key] = (count + row["count"], row["source_name"] or source_name, row["target_name"] or target_name)
+    return counts
+
+
+def message_edges(task=None):
+    """(from handle, to handle, count, from name, to name), from the `session.message` events.
+
+    Events are never changed once written, so the counts of settled events (older than
+    SETTLED) are kept in the cache and only newer events are counted per request; the map
+    is redrawn on every message ping and must not re-read a large event table each time.
+    """
+    events = Event.objects.filter(name="session.message")
+    settled_id, counts = cache.get(EDGE_CACHE_KEY) or (0, {})
+    if settled_id and not events.filter(id__gte=settled_id).exists():
+        # The table is younger than the cache (a new database behind the same process).
+        settled_id, counts = 0, {}
+    settled = events.filter(id__gt=settled_id, created_at__lt=timezone.now() - SETTLED).aggregate(last=Max("id"))["last"]
+    if settled:
+        counts = _count_edges(events.filter(id__gt=settled_id, id__lte=settled), dict(counts))
+        settled_id = settled
+        cache.set(EDGE_CACHE_KEY, (settled_id, counts), None)
+    fresh = events.filter(id__gt=settled_id)
+    if fresh.exists():
+        counts = _count_edges(fresh, dict(counts))
+    handles = {f"S-{pk}" for pk in task.sessions.values_list("pk", flat=True)} if task is not None else None
+    return [
+        (source, target, count, source_name, target_name)
+        for (source, target), (count, source_name, target_name) in counts.items()
+        if handles is None or source in handles or target in handles
+    ]
 
 
 def draw(task=None):

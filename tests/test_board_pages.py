@@ -1,14 +1,18 @@
 """Every page of the owner's board, its filters, its pages and its live fragments (SPEC §5)."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.test import Client
+from django.utils import timezone
 
 from messaging.actions import do_mark_inbox_seen
 from messaging.models import SessionMessage
 from sessions_app import actions
+from sessions_app import map as session_map
 from sessions_app.hooks.ingest import ingest_hook
 from sessions_app.models import Event, Session, Task
 from tests.board_fixtures import board, htmx_get, named_session, owner, send  # noqa: F401
@@ -419,6 +423,25 @@ class TestEventsAndMap:
         assert "alpha → beta" in text and "desktop one" not in text
         text = board.get("/map/", {"task": other.pk}).content.decode()
         assert "desktop one → hook-gamma" in text and "alpha → beta" not in text
+
+    @pytest.fixture
+    def edge_cache(self):
+        cache.delete(session_map.EDGE_CACHE_KEY)
+        yield
+        cache.delete(session_map.EDGE_CACHE_KEY)
+
+    def test_the_map_counts_settled_and_fresh_edges_together(self, board, world, edge_cache):
+        # The sends of the fixture are old news: their counts are cached.
+        Event.objects.update(created_at=timezone.now() - timedelta(hours=1))
+        alpha, beta = world["alpha"], world["beta"]
+        assert "alpha → beta: 1 message<" in board.get("/map/").content.decode()
+        assert cache.get(session_map.EDGE_CACHE_KEY)[0] == Event.objects.filter(name="session.message").latest("id").pk
+        send(alpha, beta, "fresh")
+        assert "alpha → beta: 2 messages" in board.get("/map/").content.decode()
+        Event.objects.update(created_at=timezone.now() - timedelta(hours=1))
+        send(alpha, beta, "fresher")
+        assert "alpha → beta: 3 messages" in board.get("/map/").content.decode()
+        assert "alpha → beta: 3 messages" in board.get("/map/").content.decode()
 
     def test_an_empty_map_says_so(self, board, db):
         assert "No messages between sessions yet" in board.get("/map/").content.decode()
