@@ -32,7 +32,7 @@ def manage(live, *args, **env):
 def start_board(tmp_path, **env):
     """A running relaybay (LiveRelaybay) whose owner can log in with OWNER."""
     live = LiveRelaybay(*start_relaybay(tmp_path, **env))
-    manage(live, "createsuperuser", "--noinput", "--username", OWNER[0], "--email", "", DJANGO_SUPERUSER_PASSWORD=OWNER[1])
+    manage(live, "createsuperuser", "--noinput", "--username", OWNER[0], "--email", "", DJANGO_SUPERUSER_PASSWORD=OWNER[1], **env)
     return live
 
 

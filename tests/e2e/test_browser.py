@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, log_in, start_board, stop_board
+from tests.live_server import LiveRelaybay, start_relaybay, stop_relaybay
 
 playwright = pytest.importorskip("playwright.sync_api")
 expect = playwright.expect
@@ -218,3 +219,58 @@ def test_a_tour_of_every_page(page, live):
     page.goto(f"{live.url}/map/")
     expect(page.locator("#map-svg svg .node")).not_to_have_count(0)
     expect(page.locator("#map-svg")).to_contain_text("ui-review")
+
+
+def scale_out_services():
+    """A fresh PostgreSQL database and a Redis database of their own, or None when the
+    machine has no PostgreSQL or Redis on loopback."""
+    import secrets
+
+    try:
+        import psycopg
+        import redis
+
+        redis.Redis(host="127.0.0.1", port=6379, db=9, socket_timeout=1).ping()
+        name = "relaybay_board_" + secrets.token_hex(4)
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True, connect_timeout=2) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+    except Exception:  # noqa: BLE001 - any failure means the services are not there
+        return None
+    return name
+
+
+def drop_database(name):
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_ping_crosses_server_processes_through_redis(browser, tmp_path):
+    """SPEC §5.6 scale-out: the page is served by one process, the message is sent to
+    another; the ping reaches the page through the Redis channel layer."""
+    database = scale_out_services()
+    if database is None:
+        pytest.skip("PostgreSQL and Redis on 127.0.0.1 are needed for the scale-out configuration")
+    env = {"DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{database}", "REDIS_URL": "redis://127.0.0.1:6379/9"}
+    first = second = None
+    try:
+        first = start_board(tmp_path / "a", **env)
+        second = LiveRelaybay(*start_relaybay(tmp_path / "b", token=first.token, **env))
+        second.start_session("hook-north", "north", cwd="/work/north")
+        second.start_session("hook-south", "south", cwd="/work/south")
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        log_in(page, first)
+        open_live(page, first, "/messages/")
+        message_id = send(second, "Sent to the other process", "south", "north", "hook-north")
+        expect(page.locator(f"#message-{message_id}")).to_contain_text("Sent to the other process", timeout=LIVE_TIMEOUT)
+        second.hook("UserPromptSubmit", "hook-south", prompt="go", cwd="/work/south")
+        expect(page.locator(f"#message-{message_id} .mark-delivered")).to_be_visible(timeout=LIVE_TIMEOUT)
+        assert_not_reloaded(page)
+        context.close()
+    finally:
+        for server in (first, second):
+            if server is not None:
+                stop_relaybay(server.process)
+        drop_database(database)
