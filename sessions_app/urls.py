@@ -4,9 +4,8 @@ from django.urls import path
 
 from . import views
 
-login_view = auth_views.LoginView.as_view(
-    template_name="login.html", authentication_form=AdminAuthenticationForm, redirect_authenticated_user=True
-)
+# Only staff accounts may log in here: the board is the owner's (SPEC §5.1).
+login_view = auth_views.LoginView.as_view(template_name="login.html", authentication_form=AdminAuthenticationForm)
 
 urlpatterns = [
     path("login/", login_view, name="login"),
