@@ -11,7 +11,7 @@ from relaybay.errors import InvalidInput, NotFound, RateLimited, Refused, Sender
 from relaybay.events import ping, record_event, wake_waiters
 from sessions_app import lib as session_lib
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
-from sessions_app.hooks.delivery import BUDGET, HEADER_RESERVE
+from sessions_app.hooks.delivery import BUDGET, Delivery
 from sessions_app.models import HookLink, Session
 
 from . import lib
@@ -101,8 +101,9 @@ def _check_body(body):
 
 def _check_fits(message):
     # The frame is measured with a long id so the real one can only be shorter.
+    # Alone in an answer, header included, as the Stop reason or the wake-up would carry it.
     pk, message.pk = message.pk, 10**12
-    size = HEADER_RESERVE + len(lib.message_block(message))
+    size = len(Delivery(messages=[message], blocks=[lib.message_block(message)]).text())
     message.pk = pk
     if size > BUDGET:
         raise InvalidInput(

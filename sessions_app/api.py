@@ -7,7 +7,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import JsonResponse
-from ninja import Router
+from ninja import Router, Status
 
 from relaybay.errors import InvalidInput, PayloadTooLarge
 from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
@@ -117,7 +117,7 @@ async def relay(request, data: RelayIn):
     if not RELAYABLE_GROUP.match(data.group) or data.message.get("type") not in RELAYABLE_TYPES:
         raise InvalidInput("Only board pings and wake-ups can be relayed.")
     await get_channel_layer().group_send(data.group, data.message)
-    return 204, None
+    return Status(204, None)
 
 
 @router.post("/desktop", response={200: DesktopOut, 400: Error, 401: Error}, summary="Register or update a desktop session")

@@ -5,6 +5,7 @@ several hooks of one session run at once each item goes to exactly one of them, 
 and PostgreSQL alike, whichever process serves the hook.
 """
 
+import json
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -18,8 +19,6 @@ from relaybay.events import ping, record_event
 from ..models import Comment, HookLink
 
 BUDGET = 8000
-# Room kept for the header line, so that whole items plus header stay within BUDGET.
-HEADER_RESERVE = 300
 STOP_BLOCKS_PER_TURN = 3
 SCAN = 50
 
@@ -44,15 +43,27 @@ class Delivery:
             who.append("the owner")
         senders = list(dict.fromkeys(m.sender_name for m in self.messages))
         if len(senders) == 1:
-            who.append(f'session "{senders[0][:200]}" (another session, not the owner)')
+            # Quoted like the frame quotes it, so a name cannot pass for header text.
+            who.append(f"session {json.dumps(senders[0], ensure_ascii=False)} (another session, not the owner)")
         elif senders:
             who.append(f"{len(senders)} other sessions (not the owner)")
         return " and ".join(who)
 
-    def text(self):
+    def header(self):
         count = len(self.blocks)
-        header = f"relaybay: {count} new item{'s' if count > 1 else ''} for you, from {self.source()}. Read below."
-        return "\n\n".join([header, *self.blocks])
+        return f"relaybay: {count} new item{'s' if count > 1 else ''} for you, from {self.source()}. Read below."
+
+    def text(self):
+        return "\n\n".join([self.header(), *self.blocks])
+
+    def fits(self, block, **item):
+        """Whether one more whole item keeps the answer, header included, within BUDGET."""
+        trial = Delivery(
+            comments=self.comments + item.get("comments", []),
+            messages=self.messages + item.get("messages", []),
+            blocks=self.blocks + [block],
+        )
+        return len(trial.text()) <= BUDGET
 
 
 def has_pending(session_id):
@@ -67,22 +78,20 @@ def claim_pending(link, carrier):
     now = timezone.now()
     by = f"{carrier} via {link.hook_session}"
     delivery = Delivery()
-    used = HEADER_RESERVE
     full = False
     for comment in Comment.objects.filter(session_id=link.session_id, delivered_at=None).order_by("id")[:SCAN]:
         block = comment_block(comment)
-        if used + len(block) + 2 > BUDGET:
+        if not delivery.fits(block, comments=[comment]):
             full = True
             break
         if Comment.objects.filter(pk=comment.pk, delivered_at=None).update(delivered_at=now, delivered_by=by):
             delivery.comments.append(comment)
             delivery.blocks.append(block)
-            used += len(block) + 2
     if not full:
         pending = SessionMessage.objects.filter(recipient_id=link.session_id, delivered_at=None, read_at=None)
         for message in pending.order_by("id")[:SCAN]:
             block = message_block(message)
-            if used + len(block) + 2 > BUDGET:
+            if not delivery.fits(block, messages=[message]):
                 break
             claimed = SessionMessage.objects.filter(pk=message.pk, delivered_at=None).update(
                 delivered_at=now, delivered_by=by, not_delivered_reason=""
@@ -90,7 +99,6 @@ def claim_pending(link, carrier):
             if claimed:
                 delivery.messages.append(message)
                 delivery.blocks.append(block)
-                used += len(block) + 2
     for comment in delivery.comments:
         record_event(
             "comment.delivered",

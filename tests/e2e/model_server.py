@@ -19,20 +19,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODEL = "claude-test-model"
 
 
-def text(body):
-    """A reply with one text block that ends the turn."""
-    return {"content": [{"type": "text", "text": body}], "stop_reason": "end_turn"}
+def text(body, before=None):
+    """A reply with one text block that ends the turn. `before`, a callable, runs just before
+    the reply is sent: a test's way to act at an exact point of the turn."""
+    return {"content": [{"type": "text", "text": body}], "stop_reason": "end_turn", "before": before}
 
 
-def tool(name, input):
+def tool(name, input, before=None):
     """A reply that calls one tool."""
-    return tools([(name, input)])
+    return tools([(name, input)], before=before)
 
 
-def tools(calls):
+def tools(calls, before=None):
     """A reply that calls several tools in parallel; `calls` is a list of (name, input)."""
     blocks = [{"type": "tool_use", "name": name, "input": input} for name, input in calls]
-    return {"content": blocks, "stop_reason": "tool_use"}
+    return {"content": blocks, "stop_reason": "tool_use", "before": before}
 
 
 def is_main_loop_request(body):
@@ -167,6 +168,8 @@ class ModelServer:
                 step = self._script.pop(0)
             else:
                 step = text("done")
+        if step.get("before"):
+            step["before"]()
         return self._message(step)
 
     def _record_other(self, method, path, body):

@@ -12,37 +12,6 @@ from tests.e2e.claude_cli import parse_result, run_claude, start_interactive
 from tests.e2e.model_server import ModelServer, text, tool, tools
 
 
-@pytest.fixture
-def model():
-    server = ModelServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def project(tmp_path):
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path):
-    return tmp_path / "home"
-
-
-@pytest.fixture
-def claude(model, project, home):
-    """Run `claude -p` against the model server in an isolated project and HOME."""
-
-    def run(prompt, **kwargs):
-        completed = run_claude(prompt, model_url=model.url, cwd=project, home=home, **kwargs)
-        assert completed.returncode == 0, completed.stderr
-        return parse_result(completed)
-
-    return run
-
-
 def write_settings(tmp_path, hooks):
     path = tmp_path / "settings.json"
     path.write_text(json.dumps({"hooks": hooks}))

@@ -1,0 +1,38 @@
+"""Driving relaybay as its user would, for end-to-end tests: its management commands against a
+running server's data folder, and the Claude Code config `claude_config` prints."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+from tests.live_server import MANAGE, REPO_ROOT, server_env
+
+
+def manage(live, *args, check=True):
+    """Run `python manage.py ARGS` against the live server's data folder and token."""
+    env = server_env(live.process.relaybay_data, live.token, RELAYBAY_URL=live.url)
+    completed = subprocess.run(
+        [sys.executable, str(MANAGE), *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    if check:
+        assert completed.returncode == 0, completed.stderr
+    return completed
+
+
+def write_settings(live, path, *extra_args):
+    """The hooks config exactly as `manage.py claude_config` prints it for this server."""
+    path.write_text(manage(live, "claude_config", "--url", live.url, *extra_args).stdout)
+    json.loads(path.read_text())
+    return path
+
+
+def write_mcp_config(live, path):
+    path.write_text(manage(live, "claude_config", "--url", live.url, "--mcp").stdout)
+    return path
+
+
+def query(live, sql, *params):
+    """Read the live server's SQLite database (for what the board would show)."""
+    with sqlite3.connect(live.process.relaybay_data / "relaybay.sqlite3") as db:
+        return db.execute(sql, params).fetchall()
