@@ -137,7 +137,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None):
         if link is None:
             link = _first_link(hook_session, payload, now)
         note = ""
-        if event_name == "SessionStart" and payload.get("relaybay_session") and not replay:
+        if event_name == "SessionStart" and payload.get("relaybay_session"):
             # Named before the event revives the link: a resumed id whose exact link has
             # ended may be taken by the name it starts under now (SPEC §1.3).
             link, note = _name_from_terminal(link, payload["relaybay_session"])
