@@ -34,6 +34,7 @@ class SessionMessage(models.Model):
             models.Index(fields=["sender", "-id"], name="message_sent"),
             models.Index(fields=["sender", "created_at"], name="message_rate"),
             models.Index(fields=["recipient"], condition=Q(read_at=None), name="message_unread"),
+            models.Index(fields=["id"], condition=Q(needs_owner=True, owner_seen_at=None), name="message_needs_owner"),
         ]
 
     def __str__(self):
