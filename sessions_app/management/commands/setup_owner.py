@@ -33,10 +33,10 @@ class Command(BaseCommand):
                     f"relaybay board: {board}",
                     f"Log in as {login}.",
                     f"API token: kept in {settings.DATA_DIR / 'token'} (or set RELAYBAY_TOKEN).",
-                    "Connect Claude Code:",
-                    "  .venv/bin/python manage.py claude_config > ~/.claude/relaybay-settings.json",
-                    "  claude --settings ~/.claude/relaybay-settings.json   (or merge the hooks into ~/.claude/settings.json)",
-                    "  .venv/bin/python manage.py claude_config --mcp   prints the MCP server config (claude mcp add ... is on stderr)",
+                    "Connect Claude Code (one session named my-agent; see README):",
+                    f"  .venv/bin/python manage.py claude_config --url {settings.RELAYBAY_URL} --session my-agent > relaybay-hooks.json",
+                    f"  .venv/bin/python manage.py claude_config --url {settings.RELAYBAY_URL} --mcp > relaybay-mcp.json",
+                    "  claude --settings relaybay-hooks.json --mcp-config relaybay-mcp.json",
                     "",
                 ]
             )
