@@ -71,7 +71,7 @@ def why_not_deliverable(session):
         return "its session row is gone."
     link = current_link(session)
     if link is None:
-        return "it never linked its own hook session (no hook events seen)."
+        return "it has no hook link of its own, so no hook can carry anything to it."
     if not link.exact:
         return "its hook link is only guessed; it must link itself (session_link or RELAYBAY_SESSION)."
     if not link.live:

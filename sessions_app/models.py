@@ -78,9 +78,10 @@ class Session(models.Model):
         if self.desktop_id:
             return self.desktop_id
         if self.kind == self.Kind.HOOK:
-            first = self.links.order_by("id").first()
-            if first:
-                return first.hook_session
+            # .all() so a prefetch of the links serves lists without a query per row.
+            links = list(self.links.all())
+            if links:
+                return min(links, key=lambda link: link.pk).hook_session
         return self.handle
 
 
