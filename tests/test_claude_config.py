@@ -64,12 +64,16 @@ def test_every_command_runs_the_hook_client_with_the_system_python_by_absolute_p
         assert Path(client) == HOOK_CLIENT and Path(client).is_file()
 
 
-def test_the_url_and_token_are_wired_into_every_command_shell_quoted():
+def test_the_url_and_a_token_file_are_wired_into_every_command_but_never_the_token():
+    # Claude Code shows the model the command line of a wake-up hook that woke it.
     config, _ = claude_config()
     for event in EVENTS:
         for handler in handlers(config, event):
             env, _ = parse_command(handler["command"])
-            assert (env["RELAYBAY_URL"], env["RELAYBAY_TOKEN"]) == (URL, TOKEN)
+            assert env["RELAYBAY_URL"] == URL
+            assert Path(env["RELAYBAY_TOKEN_FILE"]).read_text() == TOKEN
+            assert oct(Path(env["RELAYBAY_TOKEN_FILE"]).stat().st_mode & 0o777) == "0o600"
+            assert TOKEN not in handler["command"]
 
 
 def test_tool_events_match_every_tool():

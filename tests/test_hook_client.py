@@ -622,3 +622,14 @@ def _timing(runs=200):
 
 if __name__ == '__main__':
     _timing(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+
+
+
+def test_the_token_can_come_from_a_file(stub, spool, tmp_path):
+    """claude_config keeps the token out of hook command lines by naming a file."""
+    token_file = tmp_path / 'hook-token'
+    token_file.write_text('from-a-file')
+    s = stub()
+    r = run_hook(s.url, spool, event(1), RELAYBAY_TOKEN='', RELAYBAY_TOKEN_FILE=token_file)
+    assert r.returncode == 0
+    assert s.requests[0]['headers']['authorization'] == 'Bearer from-a-file'

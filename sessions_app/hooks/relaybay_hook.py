@@ -16,6 +16,7 @@ with the delivered text on stderr (which wakes the model), otherwise exits 0.
 Environment:
     RELAYBAY_URL      base URL (default http://127.0.0.1:8000)
     RELAYBAY_TOKEN    bearer token
+    RELAYBAY_TOKEN_FILE  a file holding the token, read when RELAYBAY_TOKEN is unset
     RELAYBAY_SPOOL    spool file (default ~/.relaybay/spool.jsonl)
     RELAYBAY_SESSION  terminal-session name, sent with SessionStart
     RELAYBAY_WAIT     wake-up mode total wait in seconds (default 600)
@@ -94,10 +95,23 @@ def _parse_url(url):
 
 
 def _auth_headers():
-    token = _getenv('RELAYBAY_TOKEN')
+    token = _getenv('RELAYBAY_TOKEN') or _token_from_file()
     if token:
         return ['Authorization: Bearer ' + _clean(token)]
     return []
+
+
+def _token_from_file():
+    # claude_config names a file instead of writing the token into the hook command: Claude
+    # Code repeats a wake-up hook's command line to the model.
+    path = _getenv('RELAYBAY_TOKEN_FILE')
+    if not path:
+        return None
+    try:
+        with open(path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace')
+    except OSError:
+        return None
 
 
 def _clean(value):

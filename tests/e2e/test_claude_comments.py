@@ -100,6 +100,8 @@ def test_an_idle_session_with_the_wake_up_hook_is_woken_by_a_new_comment(live_re
     assert result["result"] == "woken and working"
     woken = model.request_texts()[1]
     assert "Stop hook feedback:" in woken and "owner says wake-7703" in woken
+    # Claude Code repeats the wake-up hook's command line to the model: no token in it.
+    assert live_relaybay.token not in model.all_text()
 
 
 def manage_command(live):

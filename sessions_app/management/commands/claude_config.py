@@ -53,10 +53,22 @@ def group(event, handlers):
     return [{"hooks": handlers}]
 
 
+def token_file(token):
+    """A file holding the token for the hook commands (0600, in relaybay's data folder)."""
+    path = Path(settings.DATA_DIR) / "hook-token"
+    if not path.exists() or path.read_text() != token:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token)
+    return path
+
+
 def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, spool=None, python=None):
     """The Claude Code settings object that connects every session started with it."""
     python = python or hook_python()
-    env = {"RELAYBAY_URL": url, "RELAYBAY_TOKEN": token, "RELAYBAY_SESSION": session, "RELAYBAY_SPOOL": spool}
+    # The token stays out of the command lines: Claude Code shows the model the command of a
+    # wake-up hook that woke it.
+    env = {"RELAYBAY_URL": url, "RELAYBAY_TOKEN_FILE": token_file(token), "RELAYBAY_SESSION": session, "RELAYBAY_SPOOL": spool}
     command = {"type": "command", "command": client_command(python, env), "timeout": COMMAND_TIMEOUT}
     wake_up = {
         "type": "command",
