@@ -14,7 +14,7 @@ FIND_PYTHON := for p in python3.13 python3.12 /root/.pyenv/versions/3.13*/bin/py
 
 help:
 	@echo "make run    start relaybay on the embedded default (SQLite + in-memory channel layer)"
-	@echo "make test   install what the tests need and run the whole suite"
+	@echo "make test   install what the tests need and run the whole suite, embedded and on PostgreSQL + Redis"
 
 $(VENV)/.installed: requirements.txt
 	@py=$$($(FIND_PYTHON)); \
@@ -49,7 +49,21 @@ run: migrate
 	@$(PY) manage.py setup_owner
 	RELAYBAY_HOST=$(HOST) RELAYBAY_PORT=$(PORT) $(VENV)/bin/daphne -b $(HOST) -p $(PORT) relaybay.asgi:application
 
+# `make test` runs the whole suite twice: on the embedded default, then on the scale-out
+# configuration (PostgreSQL + Redis, which this machine kind runs on 127.0.0.1 before each
+# session and in CI). A service that does not answer fails the run; nothing is skipped.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
+PYTEST := $(PY) -m pytest -n 2 --dist loadfile -q
+
 test: $(VENV)/.installed-test node_modules/.installed system-tools
-	$(PY) -m pytest -n 2 --dist loadfile -q
+	@$(PY) -m tests.services "$(TEST_DATABASE_URL)" "$(TEST_REDIS_URL)"
+	@echo "== make test 1/2: embedded default (SQLite + in-memory channel layer)"
+	@embedded=0; env -u DATABASE_URL -u REDIS_URL $(PYTEST) -m "not scale_out" || embedded=$$?; \
+	echo "== make test 2/2: scale-out (PostgreSQL $(TEST_DATABASE_URL) + Redis $(TEST_REDIS_URL))"; \
+	scaled=0; DATABASE_URL="$(TEST_DATABASE_URL)" REDIS_URL="$(TEST_REDIS_URL)" $(PYTEST) || scaled=$$?; \
+	if [ $$embedded != 0 ]; then echo "make test: the embedded pass failed (pytest exit $$embedded)" >&2; fi; \
+	if [ $$scaled != 0 ]; then echo "make test: the scale-out pass failed (pytest exit $$scaled)" >&2; fi; \
+	[ $$embedded = 0 ] && [ $$scaled = 0 ]
 
 .PHONY: help run test migrate system-tools

@@ -1,5 +1,10 @@
 """The one NinjaAPI: routers per app, token auth, domain errors mapped in one place."""
 
+import logging
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from redis.exceptions import RedisError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
 
@@ -18,6 +23,32 @@ api = NinjaAPI(
 @api.exception_handler(RelaybayError)
 def relaybay_error(request, exc):
     return api.create_response(request, {"detail": exc.message}, status=exc.status)
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_unavailable(request, exc):
+    """The database is down or unreachable: 503 with the reason, never a bare 500. Each write
+    is one transaction, so nothing of this request was kept; the hook client spools on 503."""
+    logging.getLogger("relaybay").error("database unavailable: %s", exc)
+    reason = " ".join(str(exc).split())[:300]
+    return api.create_response(
+        request,
+        {"detail": f"relaybay cannot reach its database ({reason}). Nothing was stored; try again when it is back."},
+        status=503,
+    )
+
+
+@api.exception_handler(RedisError)
+def channel_layer_unavailable(request, exc):
+    """Redis (the scale-out channel layer) is down: only the wake-up long poll needs it to
+    answer; it gets a 503 that says so. Writes do not: their pings are best effort."""
+    logging.getLogger("relaybay").error("channel layer unavailable: %s", exc)
+    return api.create_response(
+        request,
+        {"detail": f"relaybay cannot reach its channel layer (Redis at {settings.REDIS_URL}): {exc}. Try again when it is back."},
+        status=503,
+    )
 
 
 @api.exception_handler(AuthenticationError)

@@ -7,6 +7,7 @@ layer after the transaction commits, so nobody refetches a row that is not there
 
 import hashlib
 import json
+import logging
 import re
 import urllib.request
 
@@ -57,11 +58,17 @@ def _relay(group, message):
 
 
 def send_to_group(group, message):
+    """Best effort: the write this follows is committed already, so a channel layer that is
+    down (Redis stopped) costs a board refresh or a prompt wake-up, logged, never the answer.
+    A waiter still finds its delivery at its poll's last check."""
     layer = get_channel_layer()
-    if relay_through_server and not settings.REDIS_URL:
-        _relay(group, message)
-    elif layer is not None:
-        async_to_sync(layer.group_send)(group, message)
+    try:
+        if relay_through_server and not settings.REDIS_URL:
+            _relay(group, message)
+        elif layer is not None:
+            async_to_sync(layer.group_send)(group, message)
+    except Exception as error:  # noqa: BLE001 - redis.ConnectionError, OSError, timeouts...
+        logging.getLogger("relaybay").warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, error)
 
 
 def _send_after_commit(group, message):

@@ -102,7 +102,21 @@ TEMPLATES = [
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0, conn_health_checks=True)}
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Under ASGI each request's sync code runs on a thread of its own, so per-thread
+        # persistent connections pile up until PostgreSQL refuses clients: a bounded pool
+        # per process instead, each connection checked on checkout. While the database is
+        # down a request waits at most RELAYBAY_DB_POOL_TIMEOUT seconds for a connection, then
+        # gets a 503 (the hook client spools it); reconnect attempts give up as quickly, so
+        # the first request after the database is back connects at once.
+        pool_timeout = float(os.environ.get("RELAYBAY_DB_POOL_TIMEOUT", 5))
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": envint("RELAYBAY_DB_POOL_SIZE", 10),
+            "timeout": pool_timeout,
+            "reconnect_timeout": pool_timeout,
+        }
 else:
     DATABASES = {
         "default": {
@@ -121,13 +135,25 @@ else:
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file (not :memory:) so threads in tests share it as servers do; one per test run.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = Path(tempfile.gettempdir()) / f"relaybay-test-{os.getpid()}.sqlite3"
+else:
+    # One test database per test process (pytest-django adds the xdist worker's suffix), so
+    # two runs on one shared PostgreSQL never clobber each other's "test_<name>".
+    DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", f"test_relaybay_{os.getpid()}")
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout by default, as long as
+                # channels_redis's blocking pop waits for a message: every idle listener (a
+                # board page, a wake-up waiter) would fail with "Timeout reading" after 5 s.
+                # Reads may block longer than that pop; connecting may not.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15, "socket_connect_timeout": 5}],
+                # Several relaybay instances may share one Redis: each with its own prefix.
+                "prefix": os.environ.get("RELAYBAY_REDIS_PREFIX", "asgi"),
+            },
         }
     }
 else:

@@ -10,7 +10,7 @@ from relaybay.errors import Ambiguous, InvalidInput, NotFound, Refused
 from relaybay.events import ping, record_event, wake_waiters
 
 from . import lib
-from .models import Comment, HookLink, Session, Task
+from .models import Comment, HookLink, Session, Task, fold_name
 
 COMMENT_MAX = 4000
 
@@ -56,6 +56,8 @@ def resolve_named(session=None, session_title=None, *, what="session"):
 def named_row(name, hook_session=None, *, kind):
     """The row a write names, made when no row goes by the name. A hook row that was only
     guessed for this hook id simply takes the name. Call inside a transaction."""
+    # Two first writes under one new name, on two processes, must not make two rows.
+    lib.serialize_on("name", fold_name(name))
     rows = lib.find_sessions(name)
     if len(rows) > 1:
         raise Ambiguous(f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.')

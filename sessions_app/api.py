@@ -5,6 +5,7 @@ from datetime import datetime
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django import db
 from django.conf import settings
 from django.http import JsonResponse
 from ninja import Router, Status
@@ -18,6 +19,20 @@ from .hooks.ingest import ingest_hook
 from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, RelayIn, WaitOut
 
 router = Router(tags=["hooks and sessions"])
+
+
+def _released(fn):
+    """A database step of the long poll, run in a thread, that gives its connection back at
+    once: a waiting session holds no database connection (nor a pool slot) while it waits."""
+
+    def call(*args):
+        try:
+            return fn(*args)
+        finally:
+            if not db.connection.in_atomic_block:
+                db.connection.close()
+
+    return sync_to_async(call)
 
 
 def _read_payload(request):
@@ -68,12 +83,18 @@ def post_hook(request):
 async def wait_for_delivery(request, session_id: str, timeout: float = 50):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
     waiter = uuid.uuid4().hex
-    if not await sync_to_async(delivery.register_waiter)(session_id, waiter):
+    if not await _released(delivery.register_waiter)(session_id, waiter):
         return {"status": delivery.WAKE_REPLACED}
     layer = get_channel_layer()
     channel = await layer.new_channel()
     group = wait_group(session_id)
-    await layer.group_add(group, channel)
+    try:
+        await layer.group_add(group, channel)
+    except Exception:
+        # No channel layer (Redis down): nobody will wait, so no waiter stays registered to
+        # tell senders the session is being woken. The error answers 503 (relaybay/api.py).
+        await _released(delivery.forget_waiter)(session_id, waiter)
+        raise
     try:
         await layer.group_send(group, {"type": "replaced", "waiter": waiter})
         loop = asyncio.get_running_loop()
@@ -82,7 +103,7 @@ async def wait_for_delivery(request, session_id: str, timeout: float = 50):
         check = True
         while True:
             if check:
-                outcome = await sync_to_async(delivery.claim_for_waiter)(session_id, waiter)
+                outcome = await _released(delivery.claim_for_waiter)(session_id, waiter)
                 if outcome == delivery.WAKE_REPLACED:
                     return {"status": "replaced"}
                 if outcome:
@@ -97,14 +118,14 @@ async def wait_for_delivery(request, session_id: str, timeout: float = 50):
                 check = True
                 deadline = -1.0
                 continue
-            if message.get("type") == "replaced":
-                if message.get("waiter") != waiter:
-                    return {"status": "replaced"}
-                check = False
-            else:
-                check = True
+            # A "replaced" from another waiter may be older than ours (two waiters registering
+            # at once on two processes): the database's current waiter decides, in the check.
+            check = not (message.get("type") == "replaced" and message.get("waiter") == waiter)
     finally:
-        await layer.group_discard(group, channel)
+        try:
+            await layer.group_discard(group, channel)
+        except Exception:  # noqa: BLE001 - Redis gone: the group entry expires on its own
+            pass
 
 
 @router.post(

@@ -2,6 +2,7 @@
 
 import re
 
+from django.db import connection
 from django.db.models import Prefetch, Q
 
 from relaybay.errors import InvalidInput
@@ -26,6 +27,17 @@ def check_name(name, *, what="name"):
     if len(name) > NAME_MAX:
         raise InvalidInput(f"The {what} is longer than {NAME_MAX} characters; use a shorter title or alias.")
     return name
+
+
+def serialize_on(*key):
+    """Make concurrent transactions about the same `key` (a name about to be given a row, a
+    hook id about to be linked) take turns until commit, so a row is made once. PostgreSQL
+    (READ COMMITTED, several processes): a transaction-level advisory lock. SQLite: nothing
+    to do, its IMMEDIATE transactions already let one writer in at a time. Call inside a
+    transaction."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\n".join(key)])
 
 
 def find_sessions(name):

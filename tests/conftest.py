@@ -1,8 +1,65 @@
 import json
+import os
 
 import pytest
+from django.conf import settings as django_settings
 
 TOKEN = "test-token"
+SERVICES_NEEDED = "PostgreSQL and Redis on 127.0.0.1 are needed for the scale-out configuration"
+
+
+def _on_postgresql():
+    return django_settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+
+
+def pytest_configure(config):
+    """On the scale-out pass (DATABASE_URL / REDIS_URL set): the services must answer, or the
+    run stops here with the reason, never skipping; each test process gets a channel prefix of
+    its own so two xdist workers (or two runs) on one Redis never hear each other's groups."""
+    if _on_postgresql():
+        import psycopg
+
+        # Django's test client never closes the connections its requests open (it unhooks
+        # close_old_connections), so in-process tests would drain the server's bounded pool;
+        # they use plain connections. Live servers (tests/live_server.py) keep the pool.
+        django_settings.DATABASES["default"]["OPTIONS"].pop("pool", None)
+
+        db = django_settings.DATABASES["default"]
+        try:
+            psycopg.connect(
+                host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"] or None, dbname=db["NAME"], connect_timeout=5
+            ).close()
+        except psycopg.OperationalError as error:
+            pytest.exit(f"{SERVICES_NEEDED}: DATABASE_URL={os.environ.get('DATABASE_URL')} does not answer: {error}", returncode=3)
+    if django_settings.REDIS_URL:
+        import redis
+
+        try:
+            redis.Redis.from_url(django_settings.REDIS_URL, socket_timeout=3, socket_connect_timeout=3).ping()
+        except redis.RedisError as error:
+            pytest.exit(f"{SERVICES_NEEDED}: REDIS_URL={django_settings.REDIS_URL} does not answer: {error}", returncode=3)
+        django_settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"relaybay-test-{os.getpid()}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """pytest-django cannot drop a PostgreSQL test database that a test's thread still holds a
+    connection to; drop it by force so runs leave nothing behind on the shared server."""
+    if not _on_postgresql():
+        return
+    import psycopg
+    from django.db import connections
+
+    db = connections.databases["default"]
+    name = db.get("TEST", {}).get("NAME")
+    if not name or not str(name).startswith("test_relaybay_"):
+        return
+    try:
+        with psycopg.connect(
+            host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"] or None, dbname="postgres", autocommit=True, connect_timeout=5
+        ) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    except psycopg.OperationalError:
+        pass
 
 
 @pytest.fixture(autouse=True)

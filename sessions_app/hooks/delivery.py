@@ -158,3 +158,8 @@ def claim_for_waiter(hook_session, waiter):
 def register_waiter(hook_session, waiter):
     """Make `waiter` the session's current waiter; False when the hook id is unknown."""
     return HookLink.objects.filter(hook_session=hook_session).update(waiter=waiter) == 1
+
+
+def forget_waiter(hook_session, waiter):
+    """`waiter` gave up without waiting: unregister it, unless a newer one took over."""
+    HookLink.objects.filter(hook_session=hook_session, waiter=waiter).update(waiter="")

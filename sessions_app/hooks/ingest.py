@@ -135,6 +135,10 @@ def ingest_hook(payload, *, replay=False, spooled_at=None):
     with transaction.atomic():
         link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first()
         if link is None:
+            # The first events of a hook id may arrive at two processes at once: one links it.
+            lib.serialize_on("hook", hook_session)
+            link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first()
+        if link is None:
             link = _first_link(hook_session, payload, now)
         note = ""
         if event_name == "SessionStart" and payload.get("relaybay_session"):

@@ -33,6 +33,19 @@ def write_mcp_config(live, path):
 
 
 def query(live, sql, *params):
-    """Read the live server's SQLite database (for what the board would show)."""
+    """Read the live server's database (for what the board would show): its SQLite file, or
+    its PostgreSQL database on the scale-out pass (`?` placeholders either way)."""
+    database_url = server_env(live.process.relaybay_data, live.token).get("DATABASE_URL")
+    if database_url:
+        import psycopg
+
+        with psycopg.connect(database_url) as db:
+            # SQLite's julianday(), so the same read-only queries run on both.
+            db.execute(
+                "CREATE OR REPLACE FUNCTION julianday(t timestamptz) RETURNS double precision "
+                "LANGUAGE sql IMMUTABLE AS $$ SELECT extract(epoch FROM t) / 86400.0 + 2440587.5 $$"
+            )
+            statement = sql.replace("%", "%%").replace("?", "%s") if params else sql
+            return [tuple(row) for row in db.execute(statement, params or None).fetchall()]
     with sqlite3.connect(live.process.relaybay_data / "relaybay.sqlite3") as db:
         return db.execute(sql, params).fetchall()

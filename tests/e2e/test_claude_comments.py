@@ -14,7 +14,7 @@ import pytest
 from tests.e2e.claude_cli import parse_result, run_claude
 from tests.e2e.model_server import text, tool
 from tests.e2e.relaybay_cli import manage, query, write_settings
-from tests.live_server import MANAGE, live_relaybay  # noqa: F401  (fixture)
+from tests.live_server import MANAGE, live_relaybay, server_env  # noqa: F401  (fixture)
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"]
 
@@ -106,7 +106,11 @@ def test_an_idle_session_with_the_wake_up_hook_is_woken_by_a_new_comment(live_re
 
 def manage_command(live):
     """A shell command line running manage.py against the live server."""
-    env = f"RELAYBAY_DATA={shlex.quote(str(live.process.relaybay_data))} RELAYBAY_TOKEN={shlex.quote(live.token)} RELAYBAY_URL={shlex.quote(live.url)}"
+    server = server_env(live.process.relaybay_data, live.token, RELAYBAY_URL=live.url)
+    # The server's own services too (its PostgreSQL database and Redis prefix on the
+    # scale-out pass; empty, meaning the embedded default, otherwise).
+    keys = ("RELAYBAY_DATA", "RELAYBAY_TOKEN", "RELAYBAY_URL", "DATABASE_URL", "REDIS_URL", "RELAYBAY_REDIS_PREFIX")
+    env = " ".join(f"{key}={shlex.quote(server.get(key, ''))}" for key in keys)
     return f"{env} {shlex.quote(sys.executable)} {shlex.quote(str(MANAGE))}"
 
 
