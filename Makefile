@@ -67,3 +67,13 @@ test: $(VENV)/.installed-test node_modules/.installed system-tools
 	[ $$embedded = 0 ] && [ $$scaled = 0 ]
 
 .PHONY: help run test migrate system-tools
+
+# Benchmarks (figures, never assertions): every script under bench/, written up in docs/benchmarks.md.
+# Needs wrk (Debian package) and PostgreSQL + Redis on 127.0.0.1 as on this machine kind; ~10 minutes (+ up to 3 waiting for a quiet machine).
+bench: $(VENV)/.installed-test system-tools
+	@command -v wrk >/dev/null || { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; \
+	  else echo "make bench needs wrk (apt-get install -y wrk)" >&2; exit 1; fi; }
+	$(PY) -m pip install -q --disable-pip-version-check -r bench/requirements.txt
+	$(PY) bench/run_all.py
+
+.PHONY: bench

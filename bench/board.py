@@ -1,7 +1,7 @@
 """Board benchmark: server time of the busiest pages with 100,000 messages and 1,000 sessions,
 and how long a refresh ping takes to reach an open page and get its fragment refetched.
 
-    .venv/bin/python bench/board.py [--messages 100000] [--sessions 1000] [--runs 30]
+    .venv/bin/python bench/board.py [--messages 100000] [--sessions 1000] [--runs 30] [--json FILE]
 
 Everything happens in a throwaway data folder (SQLite, as `make run` uses). Prints figures;
 asserts nothing. Server time is measured twice: in process (Django's handler alone, through
@@ -230,6 +230,7 @@ def main():
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--sends", type=int, default=20)
+    parser.add_argument("--json", help="also write the figures to this file (bench/run_all.py reads it)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -267,6 +268,13 @@ def main():
         print(f"  {name:18} median {median:6.1f} ms   p90 {p90:6.1f} ms")
     ratio = latency["send→refetched"][0] / PING_TARGET_MS
     print(f"  send→refetched median is {ratio:.2f}× the {PING_TARGET_MS} ms target")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "messages": args.messages, "sessions": args.sessions, "runs": args.runs, "sends": args.sends,
+            "populate_s": info["populate_s"],
+            "pages": {label: {"in_process": info["in_process"][label], "http": http_figures[label]} for label, _ in info["paths"]},
+            "ping": latency,
+        }, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""Benchmark-only ASGI entry: relaybay exactly as `make run` serves it, plus reference routes.
+
+    daphne bench.empty_asgi:application
+
+Adds, next to relaybay's own urls (bench/settings.py points ROOT_URLCONF at bench/empty_urls.py):
+
+- POST /bench/empty        an empty django-ninja view with relaybay's bearer auth (sync def)
+- POST /bench/empty_async  the same view as `async def`
+- POST /bench/bare         a bare ASGI answer in front of Django (the server's own floor)
+
+Nothing here ships: relaybay.asgi and relaybay.urls are unchanged.
+"""
+
+import os
+
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
+
+from relaybay.asgi import application as relaybay_application  # noqa: E402
+
+from bench.experiments import apply_app  # noqa: E402
+
+apply_app()
+
+BARE_BODY = b"{}"
+
+
+async def _bare(scope, receive, send):
+    # Drain the request body like a real view would.
+    while True:
+        message = await receive()
+        if not message.get("more_body"):
+            break
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(BARE_BODY)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": BARE_BODY})
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "http" and scope["path"] == "/bench/bare":
+        return await _bare(scope, receive, send)
+    return await relaybay_application(scope, receive, send)
