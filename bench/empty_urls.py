@@ -1,9 +1,12 @@
-"""relaybay's urls plus an empty bearer-auth django-ninja API at /bench/ (benchmarks only)."""
+"""relaybay's urls plus an empty bearer-auth django-ninja API at /bench/ (benchmarks only).
+
+`empty` is the reference view (sync, as most routes); `empty_async` is the same view as an
+`async def` with the async bearer check that the hook route uses."""
 
 from django.urls import path
 from ninja import NinjaAPI
 
-from relaybay.auth import TokenAuth
+from relaybay.auth import AsyncTokenAuth, TokenAuth
 from relaybay.urls import urlpatterns as relaybay_urlpatterns
 
 bench_api = NinjaAPI(title="relaybay bench", version="bench", auth=TokenAuth(), urls_namespace="bench", docs_url=None)
@@ -14,7 +17,7 @@ def empty(request):
     return {}
 
 
-@bench_api.post("/empty_async", response=dict)
+@bench_api.post("/empty_async", response=dict, auth=AsyncTokenAuth())
 async def empty_async(request):
     return {}
 

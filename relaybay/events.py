@@ -5,11 +5,14 @@ tells a session's waiting wake-up hook that something arrived; both go through t
 layer after the transaction commits, so nobody refetches a row that is not there yet.
 """
 
+import asyncio
 import hashlib
 import json
 import logging
 import re
+import threading
 import urllib.request
+from contextlib import contextmanager
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -19,12 +22,13 @@ from django.db import transaction
 BOARD_GROUP = "board"
 
 
-def record_event(name, *, session=None, hook_session="", data=None, replay=False, happened_at=None):
+def record_event(name, *, session=None, session_id=None, hook_session="", data=None, replay=False, happened_at=None):
+    """Write one feed row. `session_id` serves callers that hold only the row's key."""
     from sessions_app.models import Event
 
     return Event.objects.create(
         name=name,
-        session=session,
+        session_id=session.pk if session is not None else session_id,
         hook_session=hook_session,
         data=data or {},
         replay=replay,
@@ -57,18 +61,53 @@ def _relay(group, message):
         pass  # relaybay is not running: nobody is waiting for the ping either.
 
 
+log = logging.getLogger("relaybay")
+_detached = threading.local()
+_sending = set()  # tasks of detached sends, held until done (the loop keeps only weak references)
+
+
+@contextmanager
+def sends_detached(loop):
+    """On a hook thread: hand group sends to the server's event loop `loop` without waiting
+    for them, so the thread that writes every hook never waits for the loop (nor for Redis)."""
+    _detached.loop = loop
+    try:
+        yield
+    finally:
+        _detached.loop = None
+
+
+def _log_failure(group, message):
+    def done(task):
+        _sending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, task.exception())
+
+    return done
+
+
+def _start_send(layer, group, message):
+    task = asyncio.ensure_future(layer.group_send(group, message))
+    _sending.add(task)
+    task.add_done_callback(_log_failure(group, message))
+
+
 def send_to_group(group, message):
     """Best effort: the write this follows is committed already, so a channel layer that is
     down (Redis stopped) costs a board refresh or a prompt wake-up, logged, never the answer.
     A waiter still finds its delivery at its poll's last check."""
     layer = get_channel_layer()
+    loop = getattr(_detached, "loop", None)
+    if loop is not None and layer is not None and not (relay_through_server and not settings.REDIS_URL):
+        loop.call_soon_threadsafe(_start_send, layer, group, message)
+        return
     try:
         if relay_through_server and not settings.REDIS_URL:
             _relay(group, message)
         elif layer is not None:
             async_to_sync(layer.group_send)(group, message)
     except Exception as error:  # noqa: BLE001 - redis.ConnectionError, OSError, timeouts...
-        logging.getLogger("relaybay").warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, error)
+        log.warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, error)
 
 
 def _send_after_commit(group, message):

@@ -10,11 +10,12 @@ from django.conf import settings
 from django.http import JsonResponse
 from ninja import Router, Status
 
+from relaybay.auth import AsyncTokenAuth
 from relaybay.errors import InvalidInput, PayloadTooLarge
 from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
 from . import actions, lib
-from .hooks import delivery
+from .hooks import delivery, runner
 from .hooks.ingest import ingest_hook
 from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, RelayIn, WaitOut
 
@@ -62,19 +63,21 @@ def _spooled_at(request):
 @router.post(
     "/hooks",
     response={200: dict, 400: Error, 401: Error, 413: Error},
+    auth=AsyncTokenAuth(),
     summary="Post one Claude Code hook event",
     description="Takes the hook payload exactly as Claude Code sends it and returns the hook answer JSON. "
     "Header `X-Relaybay-Replay: 1` marks an event replayed from the hook client's spool: recorded, answered `{}`.",
 )
-def post_hook(request):
+async def post_hook(request):
     payload = _read_payload(request)
     replay = request.headers.get("X-Relaybay-Replay") == "1"
-    return ingest_hook(payload, replay=replay, spooled_at=_spooled_at(request) if replay else None)
+    return await runner.run(ingest_hook, payload, replay=replay, spooled_at=_spooled_at(request) if replay else None)
 
 
 @router.get(
     "/hooks/wait",
     response={200: WaitOut, 401: Error},
+    auth=AsyncTokenAuth(),
     summary="Wake-up long poll for an idle session",
     description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
     "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "
@@ -131,6 +134,7 @@ async def wait_for_delivery(request, session_id: str, timeout: float = 50):
 @router.post(
     "/relay",
     response={204: None, 400: Error, 401: Error},
+    auth=AsyncTokenAuth(),
     summary="Pass a refresh ping or wake from another process to this one's channel layer",
     description="Used by management commands when relaybay runs on the in-memory channel layer.",
 )

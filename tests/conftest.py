@@ -65,6 +65,10 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(autouse=True)
 def _token(settings):
     settings.RELAYBAY_TOKEN = TOKEN
+    # In-process tests keep their rows in the test's open transaction, which only the test's
+    # own connection sees: hooks run on the request's thread here. Live servers
+    # (tests/live_server.py) run them on hook threads, as relaybay does.
+    settings.RELAYBAY_HOOK_THREADS = 0
 
 
 class HookPoster:

@@ -1,6 +1,8 @@
 """Hook ingestion: record the event, keep the link's state, answer with deliveries (SPEC §2.1)."""
 
+import functools
 import json
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -19,6 +21,9 @@ DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
 # Tool fields that carry message text: never stored in events (SPEC §4.7).
 MESSAGE_TOOLS = ("__message_send", "__messages_list")
 NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session"}
+# "Last seen" times are written at most this often: most hooks of a busy turn then write
+# only their event row.
+SEEN_RESOLUTION = timedelta(seconds=5)
 
 
 def check_payload(payload):
@@ -92,8 +97,13 @@ def _next_state(link, event_name):
     return link.state
 
 
+def _stale(moment, now):
+    return moment is None or now - moment >= SEEN_RESOLUTION
+
+
 def _apply_event(link, event_name, payload, now):
-    updates = {"last_event_at": now}
+    """Keep the link's state; write only what changed, and the times when they are stale."""
+    updates = {}
     state = _next_state(link, event_name)
     if state != link.state:
         updates["state"] = state
@@ -106,11 +116,13 @@ def _apply_event(link, event_name, payload, now):
             wake_waiters([link.hook_session])
     if payload.get("transcript_path") and payload["transcript_path"] != link.transcript_path:
         updates["transcript_path"] = payload["transcript_path"]
-    HookLink.objects.filter(pk=link.pk).update(**updates)
+    if updates or _stale(link.last_event_at, now):
+        updates["last_event_at"] = now
+        HookLink.objects.filter(pk=link.pk).update(**updates)
+        Session.objects.filter(pk=link.session_id).update(last_seen_at=now)
     if "state" in updates:
         link.state = state
         ping("sessions")
-    Session.objects.filter(pk=link.session_id).update(last_seen_at=now)
 
 
 def _name_from_terminal(link, name):
@@ -126,6 +138,18 @@ def _name_from_terminal(link, name):
         return link, f"RELAYBAY_SESSION was not used: {error.message}"
 
 
+@functools.cache
+def _link_sql():
+    meta = HookLink._meta
+    return f"SELECT * FROM {meta.db_table} WHERE {meta.get_field('hook_session').column} = %s"
+
+
+def _find_link(hook_session):
+    """The hook id's link (hook_session is unique): `HookLink.objects.filter(hook_session=…)`,
+    written as SQL since building that query cost more than running it, on every hook."""
+    return next(iter(HookLink.objects.raw(_link_sql(), [hook_session])), None)
+
+
 def ingest_hook(payload, *, replay=False, spooled_at=None):
     """Record one hook event and return the answer JSON for Claude Code."""
     check_payload(payload)
@@ -133,11 +157,11 @@ def ingest_hook(payload, *, replay=False, spooled_at=None):
     hook_session = payload["session_id"]
     now = timezone.now()
     with transaction.atomic():
-        link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first()
+        link = _find_link(hook_session)
         if link is None:
             # The first events of a hook id may arrive at two processes at once: one links it.
             lib.serialize_on("hook", hook_session)
-            link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first()
+            link = _find_link(hook_session)
         if link is None:
             link = _first_link(hook_session, payload, now)
         note = ""
@@ -148,7 +172,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None):
         _apply_event(link, event_name, payload, now)
         record_event(
             f"hook.{event_name}",
-            session=link.session,
+            session_id=link.session_id,
             hook_session=hook_session,
             data=stored_fields(payload),
             replay=replay,
