@@ -45,13 +45,14 @@ def _fn(*names):
 # (label, predicate on one frame) — inclusive shares worth naming.
 BUCKETS = [
     ("hook view: ingest_hook (all of it)", _fn("ingest_hook")),
-    ("  link lookup (QuerySet.first)", _fn("QuerySet.first")),
+    ("  link lookup (_find_link)", _fn("_find_link")),
     ("  _apply_event (link + session UPDATEs)", _fn("_apply_event")),
     ("  record_event (Event INSERT, full-text trigger)", _fn("record_event")),
-    ("  has_pending (2 EXISTS)", _fn("has_pending")),
+    ("  pending (2 EXISTS in one statement)", _fn("pending")),
     ("  stored_fields / _clip", _fn("stored_fields", "_clip")),
     ("  transaction.atomic enter/exit (BEGIN IMMEDIATE, COMMIT)", _fn("Atomic.__enter__", "Atomic.__exit__")),
     ("  on-commit pings (channel layer)", _fn("run_and_clear_commit_hooks", "send_to_group")),
+    ("hook thread hop (sessions_app/hooks/runner.py)", _in("sessions_app/hooks/runner.py")),
     ("SQL in the driver (SQLite / psycopg execute)", _fn("SQLiteCursorWrapper.execute", "Cursor.execute", "Cursor._execute")),
     ("ORM query building and compiling", lambda f: "(django/db/models/sql/" in f or "(django/db/models/query.py" in f),
     ("database connection open / close / pool", lambda f: _fn("DatabaseWrapper.get_new_connection", "BaseDatabaseWrapper.connect",

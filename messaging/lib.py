@@ -74,17 +74,39 @@ def message_summary(message, *, viewer_id=None):
 
 
 def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
+    """A page of `row`'s messages, newest first, each with what message_summary reads."""
     from .models import SessionMessage
 
-    messages = SessionMessage.objects.select_related("task", "recipient").prefetch_related("recipient__links")
+    def page(**whose):
+        messages = SessionMessage.objects.filter(**whose)
+        if unread_only:
+            messages = messages.filter(read_at=None)
+        if task is not None:
+            messages = messages.filter(task=task)
+        return messages.order_by("-id")
+
     if box == "inbox":
-        messages = messages.filter(recipient=row)
+        found = page(recipient=row)
     elif box == "sent":
-        messages = messages.filter(sender=row)
+        found = page(sender=row)
     else:
-        messages = messages.filter(recipient=row) | messages.filter(sender=row)
-    if unread_only:
-        messages = messages.filter(read_at=None)
-    if task is not None:
-        messages = messages.filter(task=task)
-    return list(messages.order_by("-id")[:limit])
+        # Each side walks its own index; one OR of the two would walk every id downwards.
+        ids = [*page(recipient=row).values_list("id", flat=True)[:limit], *page(sender=row).values_list("id", flat=True)[:limit]]
+        found = SessionMessage.objects.filter(pk__in=ids).order_by("-id")
+    found = list(found.select_related("task")[:limit])
+    _attach_recipients(found, known=row)
+    return found
+
+
+def _attach_recipients(messages, *, known):
+    """The recipient rows, with their links, of the messages not delivered yet: their status
+    says why (message_summary). `known`, already loaded, is reused."""
+    from sessions_app.lib import sessions_with_links
+
+    waiting = [m for m in messages if m.delivered_at is None and m.read_at is None and m.recipient_id]
+    wanted = {m.recipient_id for m in waiting} - {known.pk}
+    rows = {row.pk: row for row in sessions_with_links(pk__in=wanted)} if wanted else {}
+    rows[known.pk] = known
+    for message in waiting:
+        if message.recipient_id in rows:
+            message.recipient = rows[message.recipient_id]

@@ -50,7 +50,12 @@ def find_sessions(name):
     handle = HANDLE_RE.match(name)
     if handle:
         match |= Q(pk=int(handle.group(1)))
-    return list(Session.objects.filter(match).prefetch_related(Prefetch("links", HookLink.objects.order_by("-id"))))
+    return sessions_with_links(match)
+
+
+def sessions_with_links(*where, **match):
+    """Rows with their links loaded newest first, as current_link reads them."""
+    return list(Session.objects.filter(*where, **match).prefetch_related(Prefetch("links", HookLink.objects.order_by("-id"))))
 
 
 def current_link(session):

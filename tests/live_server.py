@@ -150,7 +150,10 @@ def server_env(data_dir, token, **env):
     }
 
 
-def _daphne_command(port):
+def _server_command(server, port):
+    if server == "gunicorn":
+        # The JSON API through Django's WSGI handler: the scale-out layout of docs/scale-out.md.
+        return [sys.executable, "-m", "gunicorn", "-w", "2", "-b", f"127.0.0.1:{port}", "relaybay.wsgi:application"]
     daphne = Path(sys.executable).parent / "daphne"
     launcher = [str(daphne)] if daphne.exists() else [sys.executable, "-m", "daphne"]
     return [*launcher, "-b", "127.0.0.1", "-p", str(port), "relaybay.asgi:application"]
@@ -165,8 +168,9 @@ def _answers(url, token):
         return False
 
 
-def start_relaybay(tmp_path, *, token=None, ready_timeout=30.0, **env):
-    """Migrate a fresh data folder under `tmp_path` and start daphne on it.
+def start_relaybay(tmp_path, *, token=None, ready_timeout=30.0, server="daphne", **env):
+    """Migrate a fresh data folder under `tmp_path` and start daphne (or, with
+    server="gunicorn", the WSGI layout's API server) on it.
 
     Returns (url, token, process); `env` adds or overrides server environment variables
     (DATABASE_URL, REDIS_URL, RELAYBAY_MAX_WAIT, ...). Daphne's output goes to
@@ -195,7 +199,7 @@ def start_relaybay(tmp_path, *, token=None, ready_timeout=30.0, **env):
         url = f"http://127.0.0.1:{port}"
         with open(log_path, "ab") as log:
             process = subprocess.Popen(
-                _daphne_command(port), cwd=REPO_ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT
+                _server_command(server, port), cwd=REPO_ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT
             )
         deadline = time.monotonic() + ready_timeout
         while process.poll() is None and time.monotonic() < deadline:

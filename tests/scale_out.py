@@ -23,14 +23,16 @@ OWNER = ("owner", "owner-password-1")
 DELIVERED_ITEM = re.compile(r"^\[relaybay\] (Message M|Comment C)-(\d+) from", re.M)
 
 
-def start_cluster(tmp_path, count, env):
-    """`count` daphne processes on the services in `env` (one database, one channel layer),
-    each with a data folder of its own and one shared token."""
+def start_cluster(tmp_path, count, env, kinds=()):
+    """`count` server processes on the services in `env` (one database, one channel layer),
+    each with a data folder of its own and one shared token: daphne, or the kinds given in
+    order ("daphne", "gunicorn")."""
     token = "live-" + secrets.token_urlsafe(16)
     servers = []
     try:
         for i in range(count):
-            servers.append(LiveRelaybay(*start_relaybay(tmp_path / f"process-{i + 1}", token=token, **env)))
+            kind = kinds[i] if i < len(kinds) else "daphne"
+            servers.append(LiveRelaybay(*start_relaybay(tmp_path / f"process-{i + 1}", token=token, server=kind, **env)))
     except BaseException:
         stop_cluster(servers)
         raise
@@ -184,13 +186,13 @@ def kill_hard(server):
 
 def restart(server, ready_timeout=30.0):
     """Start daphne again on the same data folder, services, token and port."""
-    from tests.live_server import _answers, _daphne_command
+    from tests.live_server import _answers, _server_command
 
     port = int(server.url.rsplit(":", 1)[1])
     data = server.process.relaybay_data
     with open(data / "daphne.log", "ab") as log:
         process = subprocess.Popen(
-            _daphne_command(port), cwd=REPO_ROOT, env=server_env(data, server.token), stdout=log, stderr=subprocess.STDOUT
+            _server_command("daphne", port), cwd=REPO_ROOT, env=server_env(data, server.token), stdout=log, stderr=subprocess.STDOUT
         )
     process.relaybay_data = data
     process.relaybay_url = server.url

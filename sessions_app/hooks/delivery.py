@@ -8,6 +8,7 @@ and PostgreSQL alike, whichever process serves the hook.
 import functools
 import json
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -75,34 +76,45 @@ def _pending_messages(session):
     return SessionMessage.objects.filter(recipient_id=session, delivered_at=None, read_at=None)
 
 
+class Pending(NamedTuple):
+    comments: bool = True
+    messages: bool = True
+
+    def __bool__(self):
+        return self.comments or self.messages
+
+
 @functools.cache
-def _has_pending_sql():
+def _pending_sql():
     comment, message = Comment._meta, SessionMessage._meta
     col = lambda meta, name: meta.get_field(name).column  # noqa: E731
     return (
         f"SELECT EXISTS(SELECT 1 FROM {comment.db_table} WHERE {col(comment, 'session')} = %s"
-        f" AND {col(comment, 'delivered_at')} IS NULL)"
-        f" OR EXISTS(SELECT 1 FROM {message.db_table} WHERE {col(message, 'recipient')} = %s"
+        f" AND {col(comment, 'delivered_at')} IS NULL),"
+        f" EXISTS(SELECT 1 FROM {message.db_table} WHERE {col(message, 'recipient')} = %s"
         f" AND {col(message, 'delivered_at')} IS NULL AND {col(message, 'read_at')} IS NULL)"
     )
 
 
-def has_pending(session_id):
-    """Whether a comment or message waits for the session: what `_pending_comments` and
-    `_pending_messages` select, asked by every hook and mostly answered no. Written as SQL
-    because building it with the ORM costs more than SQLite takes to answer it."""
+def pending(session_id):
+    """Whether comments, and whether messages, wait for the session: whether `_pending_comments`
+    and `_pending_messages` find anything. Every hook asks, and mostly hears no; written as SQL
+    because building it with the ORM costs more than the database takes to answer it."""
     with connection.cursor() as cursor:
-        cursor.execute(_has_pending_sql(), [session_id, session_id])
-        return bool(cursor.fetchone()[0])
+        cursor.execute(_pending_sql(), [session_id, session_id])
+        comments, messages = cursor.fetchone()
+    return Pending(bool(comments), bool(messages))
 
 
-def claim_pending(link, carrier):
-    """Claim, oldest first, every whole item that fits one answer. Call inside a transaction."""
+def claim_pending(link, carrier, kinds=Pending()):
+    """Claim, oldest first, every whole item that fits one answer; `kinds` says which kinds
+    are worth a look. Call inside a transaction."""
     now = timezone.now()
     by = f"{carrier} via {link.hook_session}"
     delivery = Delivery()
     full = False
-    for comment in _pending_comments(link.session_id).order_by("id")[:SCAN]:
+    comments = _pending_comments(link.session_id).order_by("id")[:SCAN] if kinds.comments else []
+    for comment in comments:
         block = comment_block(comment)
         if not delivery.fits(block, comments=[comment]):
             full = True
@@ -110,7 +122,7 @@ def claim_pending(link, carrier):
         if Comment.objects.filter(pk=comment.pk, delivered_at=None).update(delivered_at=now, delivered_by=by):
             delivery.comments.append(comment)
             delivery.blocks.append(block)
-    if not full:
+    if not full and kinds.messages:
         for message in _pending_messages(link.session_id).order_by("id")[:SCAN]:
             block = message_block(message)
             if not delivery.fits(block, messages=[message]):
@@ -144,14 +156,14 @@ def context_answer(event_name, delivery):
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": delivery.text()}}
 
 
-def stop_answer(link):
+def stop_answer(link, kinds=Pending()):
     """A Stop block when something is pending and this turn has blocks left. Inside a transaction."""
     took = HookLink.objects.filter(pk=link.pk, stop_blocks__lt=STOP_BLOCKS_PER_TURN).update(
         stop_blocks=F("stop_blocks") + 1, state=HookLink.State.BUSY
     )
     if not took:
         return {}
-    delivery = claim_pending(link, "Stop")
+    delivery = claim_pending(link, "Stop", kinds)
     if not delivery:
         HookLink.objects.filter(pk=link.pk).update(stop_blocks=F("stop_blocks") - 1, state=HookLink.State.IDLE)
         return {}

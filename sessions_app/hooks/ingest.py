@@ -187,10 +187,12 @@ def ingest_hook(payload, *, replay=False, spooled_at=None):
         if not link.carries_deliveries:
             return {}
         if event_name in DELIVERING_EVENTS:
-            if not delivery.has_pending(link.session_id):
+            kinds = delivery.pending(link.session_id)
+            if not kinds:
                 return {}
-            claimed = delivery.claim_pending(link, event_name)
+            claimed = delivery.claim_pending(link, event_name, kinds)
             return delivery.context_answer(event_name, claimed) if claimed else {}
-        if event_name == "Stop" and delivery.has_pending(link.session_id):
-            return delivery.stop_answer(link)
+        if event_name == "Stop":
+            kinds = delivery.pending(link.session_id)
+            return delivery.stop_answer(link, kinds) if kinds else {}
     return {}

@@ -10,8 +10,11 @@ On PostgreSQL the connection goes back to the pool after each hook, so the pool'
 still run on checkout. Board pings and wake-ups that a hook sends after its commit are handed
 to the server's event loop without waiting (relaybay.events.sends_detached).
 
-RELAYBAY_HOOK_THREADS=0 runs ingestion on the request's own thread, as a sync view would;
-the in-process tests use it, since their data lives in the test's open transaction.
+Hook threads are for a server whose event loop lives as long as the process: relaybay.asgi
+turns them on. Elsewhere (Django's WSGI handler, which gives every async view a loop of its
+own that ends with the request; management commands; the test client) and with
+RELAYBAY_HOOK_THREADS=0, ingestion runs on the request's own thread, as a sync view's would.
+The in-process tests set 0: their data lives in the test's open transaction.
 """
 
 import asyncio
@@ -24,6 +27,13 @@ from django.conf import settings
 from relaybay.events import sends_detached
 
 _executor = None
+_enabled = False
+
+
+def use_hook_threads():
+    """Called by the ASGI entry point: this process serves from one long-lived event loop."""
+    global _enabled
+    _enabled = True
 
 
 def _pool():
@@ -48,7 +58,7 @@ def _on_hook_thread(loop, fn, *args, **kwargs):
 
 async def run(fn, *args, **kwargs):
     """Run `fn` (a database step of a hook) on a hook thread and return its result."""
-    if settings.RELAYBAY_HOOK_THREADS <= 0:
+    if not _enabled or settings.RELAYBAY_HOOK_THREADS <= 0:
         return await sync_to_async(fn)(*args, **kwargs)
     loop = asyncio.get_running_loop()
     return await sync_to_async(_on_hook_thread, thread_sensitive=False, executor=_pool())(loop, fn, *args, **kwargs)

@@ -8,7 +8,7 @@ import urllib.request
 from tests.e2e.claude_cli import parse_result, run_claude
 from tests.e2e.model_server import text, tool
 from tests.e2e.relaybay_cli import manage, query, write_settings
-from tests.live_server import REPO_ROOT, _answers, _daphne_command, server_env, start_relaybay, stop_relaybay
+from tests.live_server import REPO_ROOT, _answers, _server_command, server_env, start_relaybay, stop_relaybay
 
 
 class Server:
@@ -26,7 +26,7 @@ class Server:
     def start(self):
         log = open(self.data / "daphne.log", "ab")
         self.process = subprocess.Popen(
-            _daphne_command(self.port), env=server_env(self.data, self.token), stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT
+            _server_command("daphne", self.port), env=server_env(self.data, self.token), stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT
         )
         self.process.relaybay_data = self.data
         deadline = time.monotonic() + 30
