@@ -10,6 +10,8 @@ round by round so drift hits all alike; each request is a Claude Code-sized hook
   bare ASGI      POST /bench/bare        the server's floor (no Django)
   empty view     POST /bench/empty       empty django-ninja view, bearer auth (sync def)
   empty async    POST /bench/empty_async the same as async def
+  empty, full chain  POST /bench/chain/empty  the empty view through the board's whole
+                 middleware chain, as relaybay served /api/ before relaybay.asgi.APIHandler
   hook, idle     POST /api/hooks         PreToolUse/PostToolUse, exact link, nothing pending
   hook +comment  POST /api/hooks         PreToolUse claiming 1 pending owner comment
   hook +message  POST /api/hooks         PostToolUse claiming 1 pending session message
@@ -77,6 +79,9 @@ def server_time(server, db, rounds):
     def empty_async(i):
         return clients["empty async"].request("POST", "/bench/empty_async", payloads["pre"])
 
+    def empty_chain(i):
+        return clients["empty, full chain"].request("POST", "/bench/chain/empty", payloads["pre"])
+
     def hook_idle(i):
         return clients["hook, idle"].request("POST", "/api/hooks", payloads["pre" if i % 2 else "post"])
 
@@ -96,6 +101,7 @@ def server_time(server, db, rounds):
         "bare ASGI": bare,
         "empty view": empty,
         "empty async": empty_async,
+        "empty, full chain": empty_chain,
         "hook, idle": hook_idle,
         "hook +comment": hook_comment,
         "hook +message": hook_message,

@@ -1,6 +1,6 @@
 """Hook throughput with 50 concurrent simulated sessions, beside the empty view on the same server.
 
-    .venv/bin/python bench/throughput.py [--groups "sqlite:1@ 2 wsgi2 1+hook-lock@ 1+hook-thread@;pg:1 2@ wsgi2"]
+    .venv/bin/python bench/throughput.py [--groups "sqlite:1@ 2 wsgi2;pg:1 2@ wsgi2"]
                                          [--duration 4] [--repeats 3] [--open-rate 50] [--json FILE]
 
 A group is one database and the servers measured side by side on it: `sqlite:` (a throwaway data
@@ -46,14 +46,14 @@ from bench.harness import (  # noqa: E402
 
 SESSIONS = 50
 TURN = ["UserPromptSubmit", "PreToolUse", "PostToolUse", "PreToolUse", "PostToolUse", "Stop"]
-DEFAULT_GROUPS = "sqlite:1@ 2 wsgi2 1+hook-lock@ 1+hook-thread@;pg:1 2@ wsgi2"
+DEFAULT_GROUPS = "sqlite:1@ 2 wsgi2;pg:1 2@ wsgi2"
 SHARE_TARGET = 0.70
 P99_TARGET = 100
 SCALE_TARGET = 1.6
 
 
 def parse_server(word):
-    """"2" → daphne ×2; "wsgi2" → gunicorn; "1+hook-lock@" → experiment, paced;
+    """"2" → daphne ×2; "wsgi2" → gunicorn; "1+NAME@" → experiment NAME, paced;
     "2+RELAYBAY_DB_POOL_SIZE=40" → an environment setting for that server."""
     paced = word.endswith("@")
     word = word.removesuffix("@")

@@ -2,12 +2,35 @@ import os
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
+from django.core.handlers.asgi import ASGIHandler
+from django.core.handlers.exception import convert_exception_to_response
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "relaybay.settings")
 # Build the Django app before importing anything that touches models. Static files (htmx,
 # the board's script) are served from where they lie: no collectstatic step, every
 # middleware stays async so a long poll holds no thread.
 django_asgi_app = ASGIStaticFilesHandler(get_asgi_application())
+
+
+class APIHandler(ASGIHandler):
+    """Django for /api/ alone, without the middleware chain.
+
+    The JSON API is bearer-token authenticated and sets no cookies, so the board's session,
+    CSRF, login, messages and header middleware have nothing to do there; yet under ASGI each
+    of them runs its request and response steps on a thread hop of their own (Django's
+    MiddlewareMixin), a dozen hops for every hook. The routes, auth and error answers are the
+    same as through the full chain (relaybay/api.py); the WSGI layout serves /api/ with it.
+    """
+
+    def load_middleware(self, is_async=False):
+        self._view_middleware = []
+        self._template_response_middleware = []
+        self._exception_middleware = []
+        get_response = self._get_response_async if is_async else self._get_response
+        self._middleware_chain = convert_exception_to_response(get_response)
+
+
+api_asgi_app = APIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -18,9 +41,15 @@ from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
 runner.use_hook_threads()
 
+
+async def http(scope, receive, send):
+    app = api_asgi_app if scope["path"].startswith("/api/") else django_asgi_app
+    await app(scope, receive, send)
+
+
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": http,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -18,6 +18,7 @@ The in-process tests set 0: their data lives in the test's open transaction.
 """
 
 import asyncio
+import functools
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import sync_to_async
@@ -60,5 +61,7 @@ async def run(fn, *args, **kwargs):
     """Run `fn` (a database step of a hook) on a hook thread and return its result."""
     if not _enabled or settings.RELAYBAY_HOOK_THREADS <= 0:
         return await sync_to_async(fn)(*args, **kwargs)
+    # A plain executor call, not asgiref's sync_to_async: nothing on a hook thread calls back
+    # into the loop but the detached sends, so none of asgiref's bookkeeping is needed.
     loop = asyncio.get_running_loop()
-    return await sync_to_async(_on_hook_thread, thread_sensitive=False, executor=_pool())(loop, fn, *args, **kwargs)
+    return await loop.run_in_executor(_pool(), functools.partial(_on_hook_thread, loop, fn, *args, **kwargs))
