@@ -1,5 +1,5 @@
 """`python manage.py claude_config`: Claude Code settings (command or http hooks, the wake-up
-hook) and the --mcp-config entry for the MCP server."""
+hook) and the MCP server's entry, in one file for `--settings` and `--mcp-config`."""
 
 import json
 import shlex
@@ -48,8 +48,16 @@ def parse_command(command):
 
 def test_it_prints_settings_json_with_every_hook_event():
     config, _ = claude_config()
-    assert set(config) == {"hooks"}
+    assert set(config) == {"hooks", "mcpServers"}
     assert set(config["hooks"]) == EVENTS
+
+
+def test_one_file_connects_hooks_and_mcp():
+    # Claude Code reads hooks from --settings and servers from --mcp-config: the same file serves both.
+    config, hint = claude_config("--session", "both")
+    only_mcp, _ = claude_config("--mcp")
+    assert config["mcpServers"] == only_mcp["mcpServers"]
+    assert "claude --settings FILE --mcp-config FILE" in hint
 
 
 def test_every_command_runs_the_hook_client_with_the_system_python_by_absolute_path():

@@ -21,14 +21,10 @@ def manage(live, *args, check=True):
 
 
 def write_settings(live, path, *extra_args):
-    """The hooks config exactly as `manage.py claude_config` prints it for this server."""
+    """The config exactly as `manage.py claude_config` prints it for this server: hooks and
+    the MCP server in one file, given to both --settings and --mcp-config."""
     path.write_text(manage(live, "claude_config", "--url", live.url, *extra_args).stdout)
     json.loads(path.read_text())
-    return path
-
-
-def write_mcp_config(live, path):
-    path.write_text(manage(live, "claude_config", "--url", live.url, "--mcp").stdout)
     return path
 
 

@@ -1,7 +1,8 @@
 """Messages between two real Claude Code sessions through relaybay's MCP server and hooks.
 
 Each session is its own `claude -p` run with its own scripted model server, HOME, folder and
-`manage.py claude_config --session NAME` hooks, plus the `--mcp` config. A model server only
+`manage.py claude_config --session NAME` file, given to both --settings (hooks) and
+--mcp-config (the MCP server). A model server only
 ever sees its own session's conversation, so text that shows up in B's requests but was
 written by A (or by the test through the API) can only have come through relaybay: that is the
 proof of delivery. Tool results the model was sent prove what MCP answered.
@@ -19,17 +20,12 @@ import pytest
 
 from tests.e2e.claude_cli import parse_result, run_claude
 from tests.e2e.model_server import ModelServer, message_texts, text, tool
-from tests.e2e.relaybay_cli import query, write_mcp_config, write_settings
+from tests.e2e.relaybay_cli import query, write_settings
 from tests.live_server import live_relaybay  # noqa: F401  (fixture)
 
 SEND = "mcp__relaybay__message_send"
 LIST = "mcp__relaybay__messages_list"
 FRAME_BODY = "Body (one JSON string): "
-
-
-@pytest.fixture(scope="module")
-def mcp_config(live_relaybay, tmp_path_factory):
-    return write_mcp_config(live_relaybay, tmp_path_factory.mktemp("mcp") / "mcp.json")
 
 
 @dataclass
@@ -95,7 +91,7 @@ class Background:
 
 
 @pytest.fixture
-def agents(live_relaybay, mcp_config, tmp_path):
+def agents(live_relaybay, tmp_path):
     """`agents(a=WAIT, b=WAIT)`: sessions named uniquely for this test, each with its own model
     server and a wake-up hook that waits WAIT seconds."""
     servers = []
@@ -111,7 +107,8 @@ def agents(live_relaybay, mcp_config, tmp_path):
             )
             server = ModelServer().start()
             servers.append(server)
-            return Agent(name, server, root / "project", root / "home", settings, mcp_config, live_relaybay)
+            # One file from claude_config, passed to --settings and to --mcp-config.
+            return Agent(name, server, root / "project", root / "home", settings, settings, live_relaybay)
 
         # claude_config starts Django once per file: in parallel, it costs one start.
         with ThreadPoolExecutor(len(waits)) as pool:

@@ -136,8 +136,9 @@ class Command(BaseCommand):
         "With --http the hooks after SessionStart are Claude Code http hooks posting to /api/hooks "
         "(no process per event, no spool when relaybay is down) with the token written literally in "
         "their Authorization header; SessionStart and the wake-up stay command hooks, as Claude Code "
-        "requires. With --mcp: the --mcp-config file for relaybay's MCP server instead (and the "
-        "`claude mcp add` line on stderr); Claude Code does not load MCP servers from a --settings file. "
+        "requires. The same file also holds the `mcpServers` entry for relaybay's MCP server: Claude Code "
+        "reads hooks from `--settings FILE` and MCP servers from `--mcp-config FILE`, so pass the one file "
+        "to both. With --mcp: only the MCP server's entry (and the `claude mcp add` line on stderr). "
         "The output holds the relaybay token: keep the file private."
     )
 
@@ -182,5 +183,10 @@ class Command(BaseCommand):
             spool = str(Path(options["spool"]).expanduser().resolve()) if options["spool"] else None
             config = hook_settings(
                 url=url, token=token, http=options["http"], session=options["session"], wait=options["wait"], spool=spool
+            )
+            config.update(mcp_config(url=url, token=token))
+            self.stderr.write(
+                "Save this as a file and start Claude Code with it for both hooks and MCP:\n"
+                "  claude --settings FILE --mcp-config FILE"
             )
         self.stdout.write(json.dumps(config, indent=2))

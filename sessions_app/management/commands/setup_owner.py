@@ -34,9 +34,8 @@ class Command(BaseCommand):
                     f"Log in as {login}.",
                     f"API token: kept in {settings.DATA_DIR / 'token'} (or set RELAYBAY_TOKEN).",
                     "Connect Claude Code (one session named my-agent; see README):",
-                    f"  .venv/bin/python manage.py claude_config --url {settings.RELAYBAY_URL} --session my-agent > relaybay-hooks.json",
-                    f"  .venv/bin/python manage.py claude_config --url {settings.RELAYBAY_URL} --mcp > relaybay-mcp.json",
-                    "  claude --settings relaybay-hooks.json --mcp-config relaybay-mcp.json",
+                    f"  .venv/bin/python manage.py claude_config --url {settings.RELAYBAY_URL} --session my-agent > relaybay.json",
+                    "  claude --settings relaybay.json --mcp-config relaybay.json",
                     "",
                 ]
             )
