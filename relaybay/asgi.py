@@ -36,10 +36,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from sessions_app.hooks import runner  # noqa: E402
+from relaybay import dbthreads  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
-runner.use_hook_threads()
+dbthreads.use_db_threads()
 
 
 async def http(scope, receive, send):

@@ -140,10 +140,11 @@ else:
     # two runs on one shared PostgreSQL never clobber each other's "test_<name>".
     DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", f"test_relaybay_{os.getpid()}")
 
-# Hook ingestion runs on this many long-lived threads per process (sessions_app/hooks/runner.py):
-# one on SQLite, which takes one writer at a time; a few on PostgreSQL, within the pool.
-RELAYBAY_HOOK_THREADS = envint(
-    "RELAYBAY_HOOK_THREADS", 1 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3" else 4
+# The hot API routes (hooks, MCP operations) do their database work on this many long-lived
+# threads per daphne process (relaybay/dbthreads.py): one on SQLite, which takes one writer
+# at a time; a few on PostgreSQL, within the pool.
+RELAYBAY_DB_THREADS = envint(
+    "RELAYBAY_DB_THREADS", 1 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3" else 4
 )
 
 REDIS_URL = os.environ.get("REDIS_URL", "")

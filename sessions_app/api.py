@@ -15,7 +15,9 @@ from relaybay.errors import InvalidInput, PayloadTooLarge
 from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
 from . import actions, lib
-from .hooks import delivery, runner
+from relaybay import dbthreads
+
+from .hooks import delivery
 from .hooks.ingest import ingest_hook
 from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, RelayIn, WaitOut
 
@@ -71,7 +73,7 @@ def _spooled_at(request):
 async def post_hook(request):
     payload = _read_payload(request)
     replay = request.headers.get("X-Relaybay-Replay") == "1"
-    return await runner.run(ingest_hook, payload, replay=replay, spooled_at=_spooled_at(request) if replay else None)
+    return await dbthreads.run(ingest_hook, payload, replay=replay, spooled_at=_spooled_at(request) if replay else None)
 
 
 @router.get(
