@@ -5,7 +5,7 @@ and bench/empty_asgi.py apply them. Nothing here is used by relaybay itself.
 
 None is defined at the moment. The two measured before were shipped or dropped:
 `hook-thread` (each hook's ingestion on one long-lived thread per process) became
-sessions_app/hooks/runner.py; `hook-lock` (one lock around ingestion) only cut the tail and
+relaybay/dbthreads.py; `hook-lock` (one lock around ingestion) only cut the tail and
 is subsumed by it. Add one as a function of `apply_settings` or `apply_app`, run it with a
 throughput group such as `sqlite:1+NAME@`, and compare it with the group without it.
 """
