@@ -68,8 +68,9 @@ _sending = set()  # tasks of detached sends, held until done (the loop keeps onl
 
 @contextmanager
 def sends_detached(loop):
-    """On a hook thread: hand group sends to the server's event loop `loop` without waiting
-    for them, so the thread that writes every hook never waits for the loop (nor for Redis)."""
+    """On a database thread (relaybay/dbthreads.py): hand group sends to the server's event
+    loop `loop` without waiting for them, so the thread that writes every hook never waits for
+    the loop (nor for Redis)."""
     _detached.loop = loop
     try:
         yield
@@ -99,7 +100,10 @@ def send_to_group(group, message):
     layer = get_channel_layer()
     loop = getattr(_detached, "loop", None)
     if loop is not None and layer is not None and not (relay_through_server and not settings.REDIS_URL):
-        loop.call_soon_threadsafe(_start_send, layer, group, message)
+        try:
+            loop.call_soon_threadsafe(_start_send, layer, group, message)
+        except RuntimeError as error:  # the loop closed: the server is shutting down
+            log.warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, error)
         return
     try:
         if relay_through_server and not settings.REDIS_URL:

@@ -136,3 +136,14 @@ async def test_mcp_operations_run_on_the_database_threads_and_ping_after_commit(
     assert seen and seen[0].startswith("relaybay-db")
     wrong = await AsyncClient().get("/api/messages_list", {"session": "db-rx"}, headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
+
+
+def test_a_send_after_the_server_loop_closed_is_logged_not_raised(caplog):
+    # A write that commits while the server shuts down still answers; only its ping is lost.
+    from relaybay.events import sends_detached
+
+    loop = asyncio.new_event_loop()
+    loop.close()
+    with sends_detached(loop), caplog.at_level("WARNING", logger="relaybay"):
+        send_to_group("board", {"type": "board.ping", "topics": ["sessions"]})
+    assert "did not take a board.ping" in caplog.text
