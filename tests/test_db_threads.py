@@ -90,7 +90,8 @@ async def test_a_hook_posted_to_the_server_is_recorded_and_pings_the_board(db_th
         assert "sessions" in ping["topics"]
     finally:
         await layer.group_discard("board", channel)
-    assert await Event.objects.filter(hook_session="h-runner", name="hook.UserPromptSubmit").aexists()
+    recorded = Event.objects.filter(hook_session="h-runner", name="hook.UserPromptSubmit")
+    assert await dbthreads.run(recorded.exists)
 
 
 async def test_without_a_long_lived_loop_steps_run_on_the_request_thread(settings, monkeypatch):

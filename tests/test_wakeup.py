@@ -5,6 +5,7 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
+from django import db
 from django.test import AsyncClient
 
 from sessions_app.actions import do_write_comment
@@ -18,8 +19,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def in_thread(fn):
     # Not thread-sensitive: the test's own database calls must not queue behind the
-    # long poll the test client is running.
-    return sync_to_async(fn, thread_sensitive=False)
+    # long poll the test client is running. The thread's connection closes after each call,
+    # as a request's would, so none outlives the test database.
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            db.connection.close()
+
+    return sync_to_async(call, thread_sensitive=False)
 
 
 async def wait(session_id, timeout=5):
