@@ -14,8 +14,10 @@ server's event loop without waiting (relaybay.events.sends_detached).
 These threads are for a server whose event loop lives as long as the process: relaybay.asgi
 turns them on. Elsewhere (Django's WSGI handler, which gives every async view a loop of its
 own that ends with the request; management commands; the test client) and with
-RELAYBAY_DB_THREADS=0, the step runs on the request's own thread, as a sync view's would.
-The in-process tests set 0: their data lives in the test's open transaction.
+RELAYBAY_DB_THREADS=0, the step runs on the request's own thread, as a sync view's would, and
+gives its connection back when it ends (unless a transaction is open, as in a test). Either
+way a wake-up long poll holds no connection between its checks. The in-process tests set 0:
+their data lives in the test's open transaction.
 """
 
 import asyncio
@@ -58,10 +60,18 @@ def _on_db_thread(loop, fn, *args, **kwargs):
             db.connection.close()
 
 
+def _on_request_thread(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        if not db.connection.in_atomic_block:
+            db.connection.close()
+
+
 async def run(fn, *args, **kwargs):
     """Run `fn` (a route's database step) on a database thread and return its result."""
     if not _enabled or settings.RELAYBAY_DB_THREADS <= 0:
-        return await sync_to_async(fn)(*args, **kwargs)
+        return await sync_to_async(_on_request_thread)(fn, *args, **kwargs)
     # A plain executor call, not asgiref's sync_to_async: nothing on these threads calls back
     # into the loop but the detached sends, so none of asgiref's bookkeeping is needed.
     loop = asyncio.get_running_loop()

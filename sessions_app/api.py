@@ -3,39 +3,22 @@ import json
 import uuid
 from datetime import datetime
 
-from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
-from django import db
 from django.conf import settings
 from django.http import JsonResponse
 from ninja import Router, Status
 
+from relaybay import dbthreads
 from relaybay.auth import AsyncTokenAuth
 from relaybay.errors import InvalidInput, PayloadTooLarge
 from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
 from . import actions, lib
-from relaybay import dbthreads
-
 from .hooks import delivery
 from .hooks.ingest import ingest_hook
 from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, RelayIn, WaitOut
 
 router = Router(tags=["hooks and sessions"])
-
-
-def _released(fn):
-    """A database step of the long poll, run in a thread, that gives its connection back at
-    once: a waiting session holds no database connection (nor a pool slot) while it waits."""
-
-    def call(*args):
-        try:
-            return fn(*args)
-        finally:
-            if not db.connection.in_atomic_block:
-                db.connection.close()
-
-    return sync_to_async(call)
 
 
 def _read_payload(request):
@@ -70,10 +53,11 @@ def _spooled_at(request):
     description="Takes the hook payload exactly as Claude Code sends it and returns the hook answer JSON. "
     "Header `X-Relaybay-Replay: 1` marks an event replayed from the hook client's spool: recorded, answered `{}`.",
 )
-async def post_hook(request):
+@dbthreads.on_db_thread
+def post_hook(request):
     payload = _read_payload(request)
     replay = request.headers.get("X-Relaybay-Replay") == "1"
-    return await dbthreads.run(ingest_hook, payload, replay=replay, spooled_at=_spooled_at(request) if replay else None)
+    return ingest_hook(payload, replay=replay, spooled_at=_spooled_at(request) if replay else None)
 
 
 @router.get(
@@ -88,7 +72,7 @@ async def post_hook(request):
 async def wait_for_delivery(request, session_id: str, timeout: float = 50):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
     waiter = uuid.uuid4().hex
-    if not await _released(delivery.register_waiter)(session_id, waiter):
+    if not await dbthreads.run(delivery.register_waiter, session_id, waiter):
         return {"status": delivery.WAKE_REPLACED}
     layer = get_channel_layer()
     channel = await layer.new_channel()
@@ -98,7 +82,7 @@ async def wait_for_delivery(request, session_id: str, timeout: float = 50):
     except Exception:
         # No channel layer (Redis down): nobody will wait, so no waiter stays registered to
         # tell senders the session is being woken. The error answers 503 (relaybay/api.py).
-        await _released(delivery.forget_waiter)(session_id, waiter)
+        await dbthreads.run(delivery.forget_waiter, session_id, waiter)
         raise
     try:
         await layer.group_send(group, {"type": "replaced", "waiter": waiter})
@@ -108,7 +92,7 @@ async def wait_for_delivery(request, session_id: str, timeout: float = 50):
         check = True
         while True:
             if check:
-                outcome = await _released(delivery.claim_for_waiter)(session_id, waiter)
+                outcome = await dbthreads.run(delivery.claim_for_waiter, session_id, waiter)
                 if outcome == delivery.WAKE_REPLACED:
                     return {"status": "replaced"}
                 if outcome:

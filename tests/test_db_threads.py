@@ -62,13 +62,27 @@ async def test_a_database_error_drops_the_db_threads_connection(db_threads):
     assert connection is None
 
 
-async def test_pings_from_a_database_thread_reach_the_channel_layer_without_waiting(db_threads):
+async def test_pings_from_a_database_thread_go_to_the_servers_loop_without_waiting(db_threads, monkeypatch):
     layer = get_channel_layer()
     channel = await layer.new_channel()
     await layer.group_add("board", channel)
+    released = asyncio.Event()
+    loops = []
+    group_send = layer.group_send
+
+    async def held_send(group, message):
+        # The send waits until the database step has returned: a step that waited for its
+        # sends would never return.
+        loops.append(asyncio.get_running_loop())
+        await released.wait()
+        await group_send(group, message)
+
+    monkeypatch.setattr(layer, "group_send", held_send)
     try:
-        await dbthreads.run(send_to_group, "board", {"type": "board.ping", "topics": ["sessions"]})
+        await asyncio.wait_for(dbthreads.run(send_to_group, "board", {"type": "board.ping", "topics": ["sessions"]}), 5)
+        released.set()
         assert await asyncio.wait_for(layer.receive(channel), 5) == {"type": "board.ping", "topics": ["sessions"]}
+        assert loops == [asyncio.get_running_loop()]  # sent by the server's own event loop
     finally:
         await layer.group_discard("board", channel)
 
