@@ -108,3 +108,51 @@ def test_an_ended_exact_hook_row_taken_over_is_removed(hook):
     hook("SessionStart", "h-1", source="resume", relaybay_session="bob")
     assert link("h-1").session.title == "bob"
     assert not Session.objects.filter(pk=alice.pk).exists()
+
+
+def _rows_made_and_events(start):
+    """The session rows created and the events recorded while `start()` runs."""
+    from django.db.models.signals import post_save
+
+    from sessions_app.models import Event
+
+    made = []
+
+    def count(sender, instance, created, **kwargs):
+        if created:
+            made.append(instance.pk)
+
+    first_event = (Event.objects.order_by("-id").values_list("id", flat=True).first() or 0) + 1
+    post_save.connect(count, sender=Session)
+    try:
+        start()
+    finally:
+        post_save.disconnect(count, sender=Session)
+    return made, list(Event.objects.filter(id__gte=first_event).order_by("id").values_list("name", flat=True))
+
+
+def test_a_named_start_of_a_new_hook_id_makes_only_its_named_row(hook):
+    made, events = _rows_made_and_events(lambda: hook("SessionStart", "h-1", source="startup", relaybay_session="alice"))
+    alice = Session.objects.get(title="alice")
+    assert made == [alice.pk]
+    assert link("h-1").session == alice and link("h-1").exact
+    assert events == ["link.exact", "hook.SessionStart"], "no guessed link first"
+
+
+def test_a_named_start_links_straight_to_the_existing_row_without_a_temporary_one(hook):
+    hook("SessionStart", "old", relaybay_session="alice")
+    alice = link("old").session
+    made, events = _rows_made_and_events(lambda: hook("SessionStart", "new", source="startup", relaybay_session="alice"))
+    assert made == [], "no temporary row made and merged a moment later"
+    assert link("new").session == alice and link("new").exact and link("old").state == "ended"
+    assert "session.merged" not in events and "link.guessed" not in events
+    hook("SessionStart", "h-bob", relaybay_session="bob")
+    assert Session.objects.get(title="bob").pk == alice.pk + 1, "handles do not jump"
+
+
+def test_a_new_hook_id_whose_name_cannot_be_used_still_gets_a_guessed_row(hook):
+    do_register_desktop(desktop_id="d-1", title="twin")
+    do_register_desktop(desktop_id="d-2", title="twin")
+    answer = hook("SessionStart", "h-1", cwd="/elsewhere", relaybay_session="twin")
+    assert "RELAYBAY_SESSION was not used" in answer["hookSpecificOutput"]["additionalContext"]
+    assert link("h-1").session.kind == "hook" and not link("h-1").exact

@@ -55,9 +55,13 @@ def stored_fields(payload):
     return data
 
 
+def _link_fields(payload, now):
+    return {"cwd": payload.get("cwd") or "", "transcript_path": payload.get("transcript_path") or "", "last_event_at": now}
+
+
 def _first_link(hook_session, payload, now):
-    """A hook id seen for the first time: a guessed link, to the only free desktop row in its
-    folder, else to a new row of kind hook (SPEC §1.2)."""
+    """A hook id seen for the first time, with no name: a guessed link, to the only free
+    desktop row in its folder, else to a new row of kind hook (SPEC §1.2)."""
     cwd = payload.get("cwd") or ""
     row = None
     if cwd:
@@ -69,14 +73,7 @@ def _first_link(hook_session, payload, now):
             row = free[0]
     if row is None:
         row = Session.objects.create(kind=Session.Kind.HOOK, folder=cwd, last_seen_at=now)
-    link = HookLink.objects.create(
-        hook_session=hook_session,
-        session=row,
-        exact=False,
-        cwd=cwd,
-        transcript_path=payload.get("transcript_path") or "",
-        last_event_at=now,
-    )
+    link = HookLink.objects.create(hook_session=hook_session, session=row, exact=False, **_link_fields(payload, now))
     record_event("link.guessed", session=row, hook_session=hook_session, data={"session": row.handle, "folder": cwd})
     link.session = row
     return link
@@ -125,14 +122,22 @@ def _apply_event(link, event_name, payload, now):
         ping("sessions")
 
 
-def _name_from_terminal(link, name):
-    """SessionStart carried RELAYBAY_SESSION: the user named this terminal session. Returns a
-    note for the SessionStart answer when the name could not be used."""
+def _name_from_terminal(hook_session, link, name, payload, now):
+    """SessionStart carried RELAYBAY_SESSION: the user named this terminal session.
+
+    A hook id seen for the first time (`link` is None) is linked to its named row at once:
+    no guessed row is made and merged a moment later, so handles do not jump and the normal
+    path records no merge. Returns (link, note); the link is None when a new hook id's name
+    could not be used, and the note says why, for the SessionStart answer."""
     try:
         with transaction.atomic():
             name = lib.check_name(name, what="RELAYBAY_SESSION name")
-            row, _ = named_row(name, link.hook_session, kind=Session.Kind.HOOK)
-            result = link_hook_session(row, link.hook_session)
+            row, _ = named_row(name, hook_session, kind=Session.Kind.HOOK)
+            if link is None:
+                # Made guessed, so that link_hook_session applies the one rule for making a
+                # link exact (older live links of the row end, the folder is kept, link.exact).
+                HookLink.objects.create(hook_session=hook_session, session=row, exact=False, **_link_fields(payload, now))
+            result = link_hook_session(row, hook_session)
         return result.link, ""
     except (InvalidInput, Ambiguous, Refused) as error:
         return link, f"RELAYBAY_SESSION was not used: {error.message}"
@@ -162,13 +167,13 @@ def ingest_hook(payload, *, replay=False, spooled_at=None):
             # The first events of a hook id may arrive at two processes at once: one links it.
             lib.serialize_on("hook", hook_session)
             link = _find_link(hook_session)
-        if link is None:
-            link = _first_link(hook_session, payload, now)
         note = ""
         if event_name == "SessionStart" and payload.get("relaybay_session"):
             # Named before the event revives the link: a resumed id whose exact link has
             # ended may be taken by the name it starts under now (SPEC §1.3).
-            link, note = _name_from_terminal(link, payload["relaybay_session"])
+            link, note = _name_from_terminal(hook_session, link, payload["relaybay_session"], payload, now)
+        if link is None:
+            link = _first_link(hook_session, payload, now)
         _apply_event(link, event_name, payload, now)
         record_event(
             f"hook.{event_name}",
