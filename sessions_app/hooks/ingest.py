@@ -15,11 +15,9 @@ from relaybay.events import ping, record_event, wake_waiters
 from .. import lib
 from ..actions import link_hook_session, named_row
 from ..models import HookLink, Session
-from . import delivery
+from . import delivery, native
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
-# Tool fields that carry message text: never stored in events (SPEC §4.7).
-MESSAGE_TOOLS = ("__message_send", "__messages_list")
 NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session"}
 # "Last seen" times are written at most this often: most hooks of a busy turn then write
 # only their event row.
@@ -45,14 +43,11 @@ def _clip(value, limit):
 
 
 def stored_fields(payload):
+    """The event's data: the payload without message text (cut before clipping, which would
+    turn a field into a string holding the text) and with long fields clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
-    data = {k: _clip(v, limit) for k, v in payload.items() if k not in NOT_STORED}
-    tool = payload.get("tool_name") or ""
-    if tool.endswith(MESSAGE_TOOLS):
-        for key in ("tool_input", "tool_response"):
-            if key in data:
-                data[key] = "[not stored: message text]"
-    return data
+    data = native.without_message_text({k: v for k, v in payload.items() if k not in NOT_STORED})
+    return {k: _clip(v, limit) for k, v in data.items()}
 
 
 def _link_fields(payload, now):
