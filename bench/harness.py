@@ -40,7 +40,7 @@ PG_URL_TEMPLATE = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
 ASGI_APP = "bench.empty_asgi:application"
 WSGI_APP = "bench.empty_wsgi:application"
-HOOK_CLIENT = REPO_ROOT / "sessions_app" / "hooks" / "relaybay_hook.py"
+HOOK_CLIENT = REPO_ROOT / "bin" / "relaybay-hook"
 
 
 # --- statistics ------------------------------------------------------------------------------

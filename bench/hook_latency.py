@@ -17,7 +17,7 @@ round by round so drift hits all alike; each request is a Claude Code-sized hook
   hook +message  POST /api/hooks         PostToolUse claiming 1 pending session message
 The comment or message is inserted with SQL between requests (not timed).
 
-End to end: the command hook (`python3 -S relaybay_hook.py`, payload on stdin) beside a bare
+End to end: the command hook (`python3 -S bin/relaybay-hook`, payload on stdin) beside a bare
 `python3 -c pass`, interleaved; and the http hook path: one POST on a fresh TCP connection.
 """
 
@@ -145,7 +145,7 @@ def command_client(server, ids, workdir, spawns):
     commands = {
         "python3 -c pass": ([python3, "-c", "pass"], None, env),
         "python3 -S -c pass": ([python3, "-S", "-c", "pass"], None, env),
-        "command hook (python3 -S relaybay_hook.py)": ([python3, "-S", str(HOOK_CLIENT)], payload, hook_env),
+        "command hook (python3 -S bin/relaybay-hook)": ([python3, "-S", str(HOOK_CLIENT)], payload, hook_env),
     }
     samples = {name: [] for name in commands}
     failures = 0
@@ -200,7 +200,7 @@ def main():
     print(f"\n{'spawned, end to end':42} {'median':>9} {'p90':>9}  × python3 -c pass   ({python3})")
     for name, s in spawn.items():
         print(f"{name:42} {s['median']:7.2f}ms {s['p90']:7.2f}ms  {ratio(s['median'], bare):5.2f}×")
-    client_ratio = ratio(spawn["command hook (python3 -S relaybay_hook.py)"]["median"], bare)
+    client_ratio = ratio(spawn["command hook (python3 -S bin/relaybay-hook)"]["median"], bare)
     print(f"command hook / python3 -c pass = {client_ratio:.2f}×   (target ≤ {CLIENT_TARGET}×); "
           f"failed runs: {failures}; spooled (server not reached): {spooled}")
 

@@ -90,7 +90,7 @@ def summary_rows(r):
                          "(how relaybay served `/api/` before `relaybay.asgi.APIHandler`)",
                          f"{ms(t['hook, idle']['median'])} ÷ {ms(chain)} = {t['hook, idle']['median'] / chain:.2f}×", "", ""))
         s = hl["spawn"]
-        hook = s["command hook (python3 -S relaybay_hook.py)"]["median"]
+        hook = s["command hook (python3 -S bin/relaybay-hook)"]["median"]
         bare = s["python3 -c pass"]["median"]
         x = hl["client_ratio"]
         rows.append(("Command hook client end to end ÷ `python3 -c pass`", f"{ms(hook)} ÷ {ms(bare)} = **{x:.2f}×**", "≤ 1.5×", met(x <= 1.5)))

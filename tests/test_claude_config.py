@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from tests.live_server import MANAGE, live_relaybay  # noqa: F401  (fixture)
 
 EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"}
-HOOK_CLIENT = Path(__file__).resolve().parents[1] / "sessions_app" / "hooks" / "relaybay_hook.py"
+HOOK_CLIENT = Path(__file__).resolve().parents[1] / "bin" / "relaybay-hook"
 URL = "http://127.0.0.1:8123"
 TOKEN = "tok'en with $pecials"
 

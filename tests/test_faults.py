@@ -37,7 +37,7 @@ from tests.scale_out import (
     wait_until,
 )
 
-HOOK_CLIENT = Path(__file__).resolve().parents[1] / "sessions_app" / "hooks" / "relaybay_hook.py"
+HOOK_CLIENT = Path(__file__).resolve().parents[1] / "bin" / "relaybay-hook"
 
 
 def send(server, sender, to, body, timeout=30):

@@ -1,6 +1,7 @@
-"""Tests for the stdlib-only hook client sessions_app/hooks/relaybay_hook.py.
+"""Tests for the stdlib-only hook client: the package relaybay_hook/ and its entry script
+bin/relaybay-hook.
 
-The client runs as a real subprocess (`python3 -S relaybay_hook.py [wait]`) against a small
+The client runs as a real subprocess (`python3 -S bin/relaybay-hook [wait]`) against a small
 threaded stub HTTP server defined here, or against a closed port.
 
 Run:   .venv/bin/python -m pytest tests/test_hook_client.py -p no:django
@@ -19,7 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-HOOK = Path(__file__).resolve().parent.parent / 'sessions_app' / 'hooks' / 'relaybay_hook.py'
+HOOK = Path(__file__).resolve().parent.parent / 'bin' / 'relaybay-hook'
+PACKAGE = HOOK.parent.parent / 'relaybay_hook'
 PYTHON = os.environ.get('RELAYBAY_TEST_PYTHON') or sys.executable
 TOKEN = 'test-token-123'
 
@@ -213,11 +215,25 @@ def write_spool(spool, payloads):
 
 # --------------------------------------------------------------------------- event mode
 
-def test_file_is_executable_stdlib_script():
+def test_entry_script_is_a_tiny_executable_over_a_stdlib_only_package():
     text = HOOK.read_text()
     assert text.startswith('#!/usr/bin/env python3\n')
     assert os.access(HOOK, os.X_OK)
-    assert 'django' not in text.lower().replace('no django', '')
+    assert len(text.splitlines()) < 12
+    for path in [HOOK, *PACKAGE.glob('*.py')]:
+        code = path.read_text()
+        assert 'django' not in code.lower().replace('no django', ''), path
+        assert 'exec(' not in code and 'compile(' not in code, path
+
+
+def test_it_runs_where_django_is_not_importable(stub, spool, tmp_path):
+    # a `django` first on the path that refuses to import: any Django import would fail
+    (tmp_path / 'django').mkdir()
+    (tmp_path / 'django' / '__init__.py').write_text('raise ImportError("no Django here")\n')
+    s = stub()
+    r = subprocess.run([PYTHON, str(HOOK)], input=event(1), capture_output=True, timeout=30,
+                       env=hook_env(s.url, spool, PYTHONPATH=tmp_path))
+    assert (r.returncode, r.stdout, r.stderr) == (0, b'{}', b'')
 
 
 def test_posts_payload_and_prints_answer(stub, spool):
@@ -577,7 +593,7 @@ def test_wait_without_session_id_exits_0(stub, spool, payload):
 # --------------------------------------------------------------------------- timing (by hand)
 
 def _timing(runs=200):
-    """Compare `python3 -S relaybay_hook.py` posting to the stub with `python3 -c pass`."""
+    """Compare `python3 -S bin/relaybay-hook` posting to the stub with `python3 -c pass`."""
     import shutil
     import tempfile
     pythons = [PYTHON] + [p for p in ('/usr/bin/python3',) if os.path.exists(p) and p != PYTHON]
@@ -596,7 +612,7 @@ def _timing(runs=200):
             continue
         cases = [('python3 -c pass', [py, '-c', 'pass']),
                  ('python3 -S -c pass', [py, '-S', '-c', 'pass']),
-                 ('python3 -S relaybay_hook.py', [py, '-S', str(HOOK)])]
+                 ('python3 -S bin/relaybay-hook', [py, '-S', str(HOOK)])]
         for label, cmd in cases:  # warm-up (pyc, page cache)
             for _ in range(10):
                 subprocess.run(cmd, input=payload, env=env, capture_output=True)

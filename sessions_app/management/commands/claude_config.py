@@ -10,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-HOOK_CLIENT = Path(__file__).resolve().parents[2] / "hooks" / "relaybay_hook.py"
+HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
 MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
 # PreToolUse/PostToolUse match tool names ("*": every tool). SessionStart and SessionEnd
@@ -42,7 +42,7 @@ def hook_python():
 
 
 def client_command(python, env, *args):
-    """`VAR=value ... python3 -S relaybay_hook.py [args]`, shell-quoted (Claude Code runs it with sh)."""
+    """`VAR=value ... python3 -S bin/relaybay-hook [args]`, shell-quoted (Claude Code runs it with sh)."""
     assignments = [f"{name}={shlex.quote(str(value))}" for name, value in env.items() if value not in (None, "")]
     return " ".join([*assignments, shlex.join([python, "-S", str(HOOK_CLIENT), *args])])
 

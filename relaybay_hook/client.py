@@ -1,0 +1,75 @@
+"""Event mode and the entry point: post one hook event, print relaybay's answer."""
+import sys
+
+from relaybay_hook import env
+from relaybay_hook.conn import HOOKS_PATH, Unreachable, error_text, http_request, unavailable
+from relaybay_hook.output import err, out
+
+
+def with_session_name(payload, name):
+    """Add relaybay_session to a SessionStart payload; anything else passes unchanged."""
+    import json
+    try:
+        obj = json.loads(payload.decode('utf-8'))
+    except ValueError:
+        return payload
+    if not isinstance(obj, dict) or obj.get('hook_event_name') != 'SessionStart':
+        return payload
+    obj['relaybay_session'] = name
+    return json.dumps(obj, ensure_ascii=False).encode('utf-8')
+
+
+def _spool_pending(path):
+    try:
+        return env.stat(path).st_size > 0
+    except OSError:
+        return False
+
+
+def event_mode():
+    payload = sys.stdin.buffer.read()
+    if not payload.strip():
+        return 0
+    name = env.session_name()
+    if name and b'SessionStart' in payload:
+        payload = with_session_name(payload, name)
+    timeout = max(env.float_env('RELAYBAY_TIMEOUT', 10), 0.1)
+    spool_path = env.spool_path()
+    try:
+        if _spool_pending(spool_path):
+            from relaybay_hook import spool
+            if spool.replay_spool(spool_path, payload, timeout):
+                return 0
+        try:
+            status, body = http_request('POST', HOOKS_PATH, payload, (), timeout)
+        except Unreachable:
+            status, body = None, None
+        if status is None or unavailable(status):
+            from relaybay_hook import spool
+            spool.spool_event(spool_path, payload)
+            return 0
+    except Exception as exc:  # spool trouble (disk full, permissions...): never break the agent
+        err('spool error: %s' % exc)
+        return 0
+    if 200 <= status < 300:
+        if body is None:
+            err('%d answer cut short' % status)
+        elif body.strip():
+            if body.lstrip()[:1] == b'{':
+                out(body)
+            else:
+                err('%d answer is not a JSON object' % status)
+        return 0
+    err(error_text(status, body))
+    return 0
+
+
+def main(argv):
+    try:
+        if len(argv) > 1 and argv[1] == 'wait':
+            from relaybay_hook import wait
+            return wait.wait_mode()
+        return event_mode()
+    except Exception as exc:
+        err('internal error: %s: %s' % (exc.__class__.__name__, exc))
+        return 0

@@ -1,0 +1,60 @@
+"""Wait mode: the asyncRewake Stop hook that wakes an idle session when mail arrives."""
+import json
+import sys
+import time
+
+from relaybay_hook import env
+from relaybay_hook.conn import Unreachable, http_request
+
+WAIT_PATH = '/api/hooks/wait'
+WAIT_POLL_MAX = 50     # seconds per long poll
+MIN_POLL_INTERVAL = 1.0  # never re-poll faster than this (guards a server that answers at once)
+
+
+def _quote(value):
+    safe = b'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~'
+    return ''.join(chr(b) if b in safe else '%%%02X' % b for b in value.encode('utf-8'))
+
+
+def wait_mode():
+    try:
+        obj = json.loads(sys.stdin.buffer.read().decode('utf-8'))
+    except ValueError:
+        return 0
+    session_id = obj.get('session_id') if isinstance(obj, dict) else None
+    if not session_id or not isinstance(session_id, str):
+        return 0
+    deadline = time.monotonic() + env.float_env('RELAYBAY_WAIT', 600)
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return 0
+        poll = min(WAIT_POLL_MAX, int(remaining) + (remaining % 1 > 0))  # ceil, >= 1
+        path = '%s?session_id=%s&timeout=%d' % (WAIT_PATH, _quote(session_id), poll)
+        started = time.monotonic()
+        try:
+            status, body = http_request('GET', path, None, (), poll + 10)
+        except Unreachable:
+            return 0
+        if status is None or not 200 <= status < 300 or not body:
+            return 0
+        try:
+            answer = json.loads(body.decode('utf-8'))
+        except ValueError:
+            return 0
+        state = answer.get('status') if isinstance(answer, dict) else None
+        if state == 'delivered':
+            text = answer.get('text')
+            if not isinstance(text, str) or not text.strip():
+                return 0
+            try:
+                sys.stderr.buffer.write(text.encode('utf-8', 'replace'))
+                sys.stderr.flush()
+            except Exception:
+                return 0
+            return 2
+        if state != 'timeout':
+            return 0  # replaced by a newer waiter, or anything unexpected
+        pause = MIN_POLL_INTERVAL - (time.monotonic() - started)
+        if pause > 0:
+            time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
