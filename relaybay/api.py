@@ -8,7 +8,7 @@ from redis.exceptions import RedisError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, ValidationError
 
-from .auth import TokenAuth
+from .auth import TOKEN_REFUSED, TokenAuth
 from .errors import RelaybayError
 
 api = NinjaAPI(
@@ -30,13 +30,14 @@ def relaybay_error(request, exc):
 def database_unavailable(request, exc):
     """The database is down or unreachable: 503 with the reason, never a bare 500. Each write
     is one transaction, so nothing of this request was kept; the hook client spools on 503."""
+    return api.create_response(request, {"detail": database_unavailable_detail(exc)}, status=503)
+
+
+def database_unavailable_detail(exc):
+    """The sentence for a database that is down, logged once: the API's 503 and the MCP tool error."""
     logging.getLogger("relaybay").error("database unavailable: %s", exc)
     reason = " ".join(str(exc).split())[:300]
-    return api.create_response(
-        request,
-        {"detail": f"relaybay cannot reach its database ({reason}). Nothing was stored; try again when it is back."},
-        status=503,
-    )
+    return f"relaybay cannot reach its database ({reason}). Nothing was stored; try again when it is back."
 
 
 @api.exception_handler(RedisError)
@@ -53,19 +54,20 @@ def channel_layer_unavailable(request, exc):
 
 @api.exception_handler(AuthenticationError)
 def unauthorized(request, exc):
-    return api.create_response(
-        request,
-        {"detail": "Missing or wrong token: send Authorization: Bearer <RELAYBAY_TOKEN> (python manage.py claude_config prints it)."},
-        status=401,
-    )
+    return api.create_response(request, {"detail": TOKEN_REFUSED}, status=401)
 
 
 @api.exception_handler(ValidationError)
 def invalid(request, exc):
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in e.get('loc', [])[1:]) or 'body'}: {e.get('msg', 'invalid')}" for e in exc.errors
-    )
-    return api.create_response(request, {"detail": f"Invalid request: {problems}.", "errors": exc.errors}, status=422)
+    # django-ninja's locations start with where the value came from (body, query).
+    detail = invalid_detail([{**e, "loc": e.get("loc", [])[1:]} for e in exc.errors])
+    return api.create_response(request, {"detail": detail, "errors": exc.errors}, status=422)
+
+
+def invalid_detail(errors):
+    """The sentence for input that failed its schema: the API's 422 and the MCP tool error."""
+    problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', [])) or 'body'}: {e.get('msg', 'invalid')}" for e in errors)
+    return f"Invalid request: {problems}."
 
 
 api.add_router("/", "sessions_app.api.router")

@@ -37,13 +37,20 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from relaybay import dbthreads  # noqa: E402
+from relaybay.mcp.http import mcp_asgi_app  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
 dbthreads.use_db_threads()
 
 
 async def http(scope, receive, send):
-    app = api_asgi_app if scope["path"].startswith("/api/") else django_asgi_app
+    path = scope["path"]
+    if path.startswith("/api/"):
+        app = api_asgi_app
+    elif path == "/mcp":
+        app = mcp_asgi_app
+    else:
+        app = django_asgi_app
     await app(scope, receive, send)
 
 

@@ -3,6 +3,8 @@ import hmac
 from django.conf import settings
 from ninja.security import HttpBearer
 
+TOKEN_REFUSED = "Missing or wrong token: send Authorization: Bearer <RELAYBAY_TOKEN> (python manage.py claude_config prints it)."
+
 
 def token_matches(token):
     return bool(token) and hmac.compare_digest(token.encode(), settings.RELAYBAY_TOKEN.encode())

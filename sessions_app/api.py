@@ -51,13 +51,16 @@ def _spooled_at(request):
     auth=AsyncTokenAuth(),
     summary="Post one Claude Code hook event",
     description="Takes the hook payload exactly as Claude Code sends it and returns the hook answer JSON. "
-    "Header `X-Relaybay-Replay: 1` marks an event replayed from the hook client's spool: recorded, answered `{}`.",
+    "Header `X-Relaybay-Replay: 1` marks an event replayed from the hook client's spool: recorded, answered `{}`. "
+    "Header `X-Relaybay-Process` carries the proof of the Claude Code process (a digest of its messaging token): "
+    "relaybay's http MCP server then knows this hook session speaks for calls with the same proof.",
 )
 @dbthreads.on_db_thread
 def post_hook(request):
     payload = _read_payload(request)
     replay = request.headers.get("X-Relaybay-Replay") == "1"
-    return ingest_hook(payload, replay=replay, spooled_at=_spooled_at(request) if replay else None)
+    process = lib.process_proof(request.headers.get(lib.PROCESS_HEADER))
+    return ingest_hook(payload, replay=replay, spooled_at=_spooled_at(request) if replay else None, process=process)
 
 
 @router.get(

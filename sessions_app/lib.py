@@ -11,6 +11,11 @@ from .models import HookLink, Session, fold_name
 
 HANDLE_RE = re.compile(r"^S-(\d+)$")
 NAME_MAX = 200
+# The header carrying a Claude Code process's proof: sha256 of "relaybay-process:" and the
+# process's CLAUDE_CODE_MESSAGING_TOKEN, sent by the hook client with every hook and by the
+# http MCP server's headersHelper with every call (never the token itself).
+PROCESS_HEADER = "X-Relaybay-Process"
+PROOF_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 def check_name(name, *, what="name"):
@@ -27,6 +32,20 @@ def check_name(name, *, what="name"):
     if len(name) > NAME_MAX:
         raise InvalidInput(f"The {what} is longer than {NAME_MAX} characters; use a shorter title or alias.")
     return name
+
+
+def process_proof(value):
+    """The header's value when it is a well-formed proof, else ''."""
+    value = (value or "").strip().lower()
+    return value if PROOF_RE.match(value) else ""
+
+
+def hook_session_of_process(proof):
+    """The hook session a Claude Code process speaks for now: the one its hooks last reported
+    `proof` with (it moves to the new id after /clear or /resume), or None."""
+    if not proof:
+        return None
+    return HookLink.objects.filter(process_proof=proof).values_list("hook_session", flat=True).first()
 
 
 def serialize_on(*key):

@@ -102,6 +102,12 @@ class HookLink(models.Model):
     waiter = models.CharField(max_length=40, blank=True, help_text="The wake-up waiter that is current")
     cwd = models.CharField(max_length=1000, blank=True)
     transcript_path = models.CharField(max_length=1000, blank=True)
+    process_proof = models.CharField(
+        max_length=64,
+        blank=True,
+        db_index=True,
+        help_text="Digest of the Claude Code process's messaging token its hooks report; never the token",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
 

@@ -231,14 +231,14 @@ class LiveRelaybay:
         self.token = token
         self.process = process
 
-    def call(self, method, path, data=None, **params):
+    def call(self, method, path, data=None, headers=None, **params):
         query = ("?" + urllib.parse.urlencode(params)) if params else ""
         body = json.dumps(data).encode() if data is not None else None
         request = urllib.request.Request(
             f"{self.url}/api{path}{query}",
             data=body,
             method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json", **(headers or {})},
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
@@ -246,16 +246,17 @@ class LiveRelaybay:
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
 
-    def post(self, path, data):
-        return self.call("POST", path, data)
+    def post(self, path, data, headers=None):
+        return self.call("POST", path, data, headers)
 
     def get(self, path, **params):
         return self.call("GET", path, **params)
 
-    def hook(self, event, session_id, **fields):
-        """Post one hook event as Claude Code would; returns the hook answer."""
+    def hook(self, event, session_id, headers=None, **fields):
+        """Post one hook event as Claude Code would; returns the hook answer. `headers` adds
+        what the hook client sends beside the payload (X-Relaybay-Process)."""
         payload = {"hook_event_name": event, "session_id": session_id, "cwd": fields.pop("cwd", "/work/proj"), **fields}
-        status, answer = self.post("/hooks", payload)
+        status, answer = self.post("/hooks", payload, headers)
         assert status == 200, answer
         return answer
 

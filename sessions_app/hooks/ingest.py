@@ -93,9 +93,13 @@ def _stale(moment, now):
     return moment is None or now - moment >= SEEN_RESOLUTION
 
 
-def _apply_event(link, event_name, payload, now):
+def _apply_event(link, event_name, payload, now, process):
     """Keep the link's state; write only what changed, and the times when they are stale."""
     updates = {}
+    if process and process != link.process_proof:
+        # One proof speaks for one hook id: the process's newest (after /clear or /resume).
+        HookLink.objects.filter(process_proof=process).exclude(pk=link.pk).update(process_proof="")
+        updates["process_proof"] = link.process_proof = process
     state = _next_state(link, event_name)
     if state != link.state:
         updates["state"] = state
@@ -150,8 +154,9 @@ def _find_link(hook_session):
     return next(iter(HookLink.objects.raw(_link_sql(), [hook_session])), None)
 
 
-def ingest_hook(payload, *, replay=False, spooled_at=None):
-    """Record one hook event and return the answer JSON for Claude Code."""
+def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
+    """Record one hook event and return the answer JSON for Claude Code. `process` is the
+    proof of the Claude Code process that ran the hook (lib.process_proof), when it sent one."""
     check_payload(payload)
     event_name = payload["hook_event_name"]
     hook_session = payload["session_id"]
@@ -169,7 +174,8 @@ def ingest_hook(payload, *, replay=False, spooled_at=None):
             link, note = _name_from_terminal(hook_session, link, payload["relaybay_session"], payload, now)
         if link is None:
             link = _first_link(hook_session, payload, now)
-        _apply_event(link, event_name, payload, now)
+        # A replayed event may be long past; only a live one says which id the process has now.
+        _apply_event(link, event_name, payload, now, "" if replay else process)
         record_event(
             f"hook.{event_name}",
             session_id=link.session_id,

@@ -1,0 +1,137 @@
+"""relaybay's MCP server over streamable HTTP, served by relaybay itself at /mcp.
+
+The five tools of relaybay/mcp/tools.py, in the same server processes as the JSON API and
+behind the same bearer token, with no process per Claude Code session. A tool runs the JSON
+route's own body on relaybay's database threads (relaybay/dbthreads.py): the same schema, the
+same action, the same answer and the same error sentence as `POST /api/message_send`, with no
+HTTP hop.
+
+Who calls: an http MCP server is not told which Claude Code session calls it. Claude Code runs
+the entry's `headersHelper` once per connection with CLAUDE_CODE_MESSAGING_TOKEN, a secret of
+the claude process that its hooks see too; the helper (relaybay/mcp/headers_helper.py) sends
+its digest as X-Relaybay-Process and the hook client reports the same digest with each hook.
+The call's hook_session, when it gives none, is then the hook session that process's hooks
+last reported: it follows the process across /clear and /resume. The sender rules are those of
+an explicit hook_session; a missing or unknown proof is a call without one.
+
+The SDK serves it statelessly (any relaybay process may answer any call, as the scale-out
+layout needs) with plain JSON answers. Its session manager needs a running task group, which
+an ASGI lifespan would give; daphne runs no lifespan, so it starts with the first call and
+lives as long as the process's event loop.
+"""
+
+import asyncio
+import json
+
+from django.db import InterfaceError, OperationalError
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import ValidationError
+
+from messaging import api as routes
+from messaging.schemas import AckIn, LinkIn, MessagesListQuery, SendIn, SessionsListQuery
+from relaybay import dbthreads
+from relaybay.api import database_unavailable_detail, invalid_detail
+from relaybay.auth import TOKEN_REFUSED, token_matches
+from relaybay.errors import RelaybayError
+from relaybay.mcp.tools import PROVEN, build_server
+from sessions_app import lib as session_lib
+
+# Each operation: the JSON route (its sync body, which on_db_thread keeps as __wrapped__) and
+# the schema the route reads its input with.
+OPERATIONS = {
+    "message_send": (routes.message_send, SendIn),
+    "messages_list": (routes.messages_list, MessagesListQuery),
+    "message_ack": (routes.message_ack, AckIn),
+    "session_link": (routes.session_link, LinkIn),
+    "sessions_list": (routes.sessions_list, SessionsListQuery),
+}
+NO_PROOF = (
+    "Pass hook_session: your Claude Code session id (the SessionStart note names it). relaybay knows no live "
+    "hook session of the Claude Code process making this call: its MCP entry has no headersHelper, the process "
+    "runs without CLAUDE_CODE_MESSAGING_TOKEN (CLAUDE_CODE_HARBOR_KITE=0), or its hooks have not reached relaybay."
+)
+
+
+def _operate(operation, fields, proof):
+    """One tool call's database step: fill in the proven hook session, then the route's body."""
+    route, schema = OPERATIONS[operation]
+    if operation in PROVEN and not (fields.get("hook_session") or "").strip():
+        hook_session = session_lib.hook_session_of_process(proof)
+        if hook_session:
+            fields["hook_session"] = hook_session
+        elif PROVEN[operation]:
+            raise ToolError(NO_PROOF)
+    try:
+        data = schema.model_validate(fields)
+    except ValidationError as error:
+        raise ToolError(invalid_detail(error.errors(include_url=False))) from None
+    return route.__wrapped__(None, data)
+
+
+class DirectBackend:
+    """The tools' operations inside relaybay: the routes' bodies on the database threads."""
+
+    async def call(self, operation, fields, ctx):
+        proof = session_lib.process_proof((ctx.headers or {}).get(session_lib.PROCESS_HEADER.lower()))
+        try:
+            return await dbthreads.run(_operate, operation, fields, proof)
+        except RelaybayError as error:
+            raise ToolError(error.message) from None
+        except (OperationalError, InterfaceError) as error:
+            raise ToolError(database_unavailable_detail(error)) from None
+
+
+server = build_server(DirectBackend())
+# The bearer token guards /mcp, so a page in the owner's browser cannot call it whatever Host
+# it names; ALLOWED_HOSTS is Django's to enforce for the board.
+server.streamable_http_app(
+    stateless_http=True,
+    json_response=True,
+    transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+)
+
+
+class MCPApp:
+    """/mcp: the token check, then the SDK's streamable-HTTP handler."""
+
+    def __init__(self, manager):
+        self.manager = manager
+        self._running = None
+        self._task = None
+
+    async def __call__(self, scope, receive, send):
+        if not token_matches(_bearer(scope)):
+            await _refuse(send)
+            return
+        await self._started()
+        await self.manager.handle_request(scope, receive, send)
+
+    async def _started(self):
+        if self._running is None:
+            self._running = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        await self._running.wait()
+
+    async def _run(self):
+        async with self.manager.run():
+            self._running.set()
+            await asyncio.Future()  # until the event loop ends with the process
+
+
+def _bearer(scope):
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else ""
+    return ""
+
+
+async def _refuse(send):
+    body = json.dumps({"detail": TOKEN_REFUSED}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"www-authenticate", b"Bearer")]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+mcp_asgi_app = MCPApp(server.session_manager)
