@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from relaybay.errors import InvalidInput, NotFound, RateLimited, Refused, SenderRefused
 from relaybay.events import ping, record_event, wake_waiters
+from relaybay.inputs import clean_text, parse_id
 from sessions_app import lib as session_lib
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
 from sessions_app.hooks.delivery import BUDGET, Delivery
@@ -88,7 +89,7 @@ def resolve_sender(*, session=None, session_title=None, hook_session=None, creat
 def _check_body(body):
     if not isinstance(body, str):
         raise InvalidInput("The body must be text.")
-    body = lib.normalise_body(body)
+    body = lib.normalise_body(clean_text(body))
     if not body.strip():
         raise InvalidInput("The body is empty; write the message text in body.")
     if len(body) > lib.BODY_MAX:
@@ -125,9 +126,9 @@ def _check_rate(sender_row, now):
 def get_message(message_id):
     ref = str(message_id).strip()
     ref = ref[2:] if ref.upper().startswith("M-") else ref
-    if not ref.isdigit():
-        raise InvalidInput(f'"{message_id}" is not a message id; give the number, like 12 or M-12.')
-    message = SessionMessage.objects.select_related("sender", "recipient").filter(pk=int(ref)).first()
+    if parse_id(ref) is None:
+        raise InvalidInput(f'"{clean_text(str(message_id))}" is not a message id; give the number, like 12 or M-12.')
+    message = SessionMessage.objects.select_related("sender", "recipient").filter(pk=parse_id(ref)).first()
     if message is None:
         raise NotFound(f"There is no message M-{ref}. messages_list shows your messages and their ids.")
     return message

@@ -3,13 +3,24 @@
 import logging
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from redis.exceptions import RedisError
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 
+from . import inputs
 from .auth import TOKEN_REFUSED, TokenAuth
 from .errors import RelaybayError
+
+
+class StrictParser(Parser):
+    """Every route's JSON body is read by relaybay/inputs.py's rules (size, numbers, depth)."""
+
+    def parse_body(self, request):
+        return inputs.read_json_body(request)
+
 
 api = NinjaAPI(
     title="relaybay API",
@@ -17,12 +28,27 @@ api = NinjaAPI(
     description="Hooks, desktop sessions and messages between sessions. Every route needs `Authorization: Bearer <RELAYBAY_TOKEN>`.",
     auth=TokenAuth(),
     urls_namespace="api",
+    parser=StrictParser(),
 )
 
 
 @api.exception_handler(RelaybayError)
 def relaybay_error(request, exc):
     return api.create_response(request, {"detail": exc.message}, status=exc.status)
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc):
+    # django-ninja answers a body its parser refused with "Cannot parse request body"; the
+    # parser's own reason (relaybay/inputs.py) says what was wrong.
+    if isinstance(exc.__cause__, RelaybayError):
+        return relaybay_error(request, exc.__cause__)
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_large(request, exc):
+    return relaybay_error(request, inputs.too_large())
 
 
 @api.exception_handler(OperationalError)

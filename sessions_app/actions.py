@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from relaybay.errors import Ambiguous, InvalidInput, NotFound, Refused
 from relaybay.events import ping, record_event, wake_waiters
+from relaybay.inputs import clean_text, is_identifier_text, parse_id
 
 from . import lib
 from .models import Comment, HookLink, Session, Task, fold_name
@@ -157,7 +158,7 @@ class CommentResult:
 
 
 def do_write_comment(*, session, body, author=None):
-    body = (body or "").strip()
+    body = clean_text(body or "").strip()
     if not body:
         raise InvalidInput("The comment is empty; write something to send.")
     if len(body) > COMMENT_MAX:
@@ -259,6 +260,8 @@ def do_record_desktop_edge(*, sender, recipient):
 
 def do_save_task(*, task=None, title, status=None):
     title = lib.check_name(title, what="task title")
+    if status and status not in Task.Status.values:
+        raise InvalidInput(f"A task's status is one of: {', '.join(Task.Status.values)}.")
     with transaction.atomic():
         if task is None:
             task = Task.objects.create(title=title, status=status or Task.Status.OPEN)
@@ -278,10 +281,12 @@ def get_task(task_ref):
     if task_ref in (None, ""):
         return None
     task_ref = str(task_ref).strip()
-    if task_ref.isdigit():
-        task = Task.objects.filter(pk=int(task_ref)).first()
+    if parse_id(task_ref):
+        task = Task.objects.filter(pk=parse_id(task_ref)).first()
         if task:
             return task
+    if not is_identifier_text(task_ref):
+        raise NotFound(f'No task "{clean_text(task_ref)}". Give a task id or its exact title.')
     tasks = list(Task.objects.filter(title__iexact=task_ref)[:2])
     if len(tasks) == 1:
         return tasks[0]

@@ -1,5 +1,4 @@
 import asyncio
-import json
 import uuid
 from datetime import datetime
 
@@ -8,9 +7,9 @@ from django.conf import settings
 from django.http import JsonResponse
 from ninja import Router, Status
 
-from relaybay import dbthreads
+from relaybay import dbthreads, inputs
 from relaybay.auth import AsyncTokenAuth
-from relaybay.errors import InvalidInput, PayloadTooLarge
+from relaybay.errors import InvalidInput
 from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
 from . import actions, lib
@@ -19,20 +18,6 @@ from .hooks.ingest import ingest_hook
 from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, RelayIn, WaitOut
 
 router = Router(tags=["hooks and sessions"])
-
-
-def _read_payload(request):
-    cap = settings.RELAYBAY_MAX_PAYLOAD
-    declared = request.headers.get("Content-Length")
-    if declared and declared.isdigit() and int(declared) > cap:
-        raise PayloadTooLarge(f"The hook payload is over {cap} bytes; relaybay refused it and stored nothing.")
-    body = request.body
-    if len(body) > cap:
-        raise PayloadTooLarge(f"The hook payload is over {cap} bytes; relaybay refused it and stored nothing.")
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("The hook payload is not valid JSON; send it exactly as Claude Code gives it.")
 
 
 def _spooled_at(request):
@@ -57,7 +42,7 @@ def _spooled_at(request):
 )
 @dbthreads.on_db_thread
 def post_hook(request):
-    payload = _read_payload(request)
+    payload = inputs.read_json_body(request, what="The hook payload")
     replay = request.headers.get("X-Relaybay-Replay") == "1"
     process = lib.process_proof(request.headers.get(lib.PROCESS_HEADER))
     return ingest_hook(payload, replay=replay, spooled_at=_spooled_at(request) if replay else None, process=process)
@@ -72,7 +57,7 @@ def post_hook(request):
     "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "
     "or the session ended.",
 )
-async def wait_for_delivery(request, session_id: str, timeout: float = 50):
+async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 50):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
     waiter = uuid.uuid4().hex
     if not await dbthreads.run(delivery.register_waiter, session_id, waiter):
@@ -130,7 +115,7 @@ async def wait_for_delivery(request, session_id: str, timeout: float = 50):
 async def relay(request, data: RelayIn):
     if not RELAYABLE_GROUP.match(data.group) or data.message.get("type") not in RELAYABLE_TYPES:
         raise InvalidInput("Only board pings and wake-ups can be relayed.")
-    await get_channel_layer().group_send(data.group, data.message)
+    await get_channel_layer().group_send(data.group, inputs.clean_json(data.message))
     return Status(204, None)
 
 

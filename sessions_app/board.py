@@ -11,6 +11,7 @@ from django.utils.html import escape
 
 from messaging.lib import read_mark
 from messaging.models import SessionMessage
+from relaybay.inputs import parse_id
 
 from . import lib
 from .models import HookLink, Session, Task
@@ -24,7 +25,7 @@ owner_required = staff_member_required(login_url="login")
 def task_param(request, key="task"):
     """The task a filter names by id, or None."""
     ref = request.GET.get(key, "")
-    return Task.objects.filter(pk=ref).first() if ref.isdigit() else None
+    return Task.objects.filter(pk=parse_id(ref)).first() if parse_id(ref) else None
 
 
 def is_invisible(ch):
@@ -130,11 +131,7 @@ class KeysetPage:
 
 
 def _id_param(value):
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None
+    return parse_id(value)
 
 
 def keyset_ids(querysets, *, before=None, after=None, size=PAGE_SIZE):

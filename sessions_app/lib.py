@@ -6,10 +6,11 @@ from django.db import connection
 from django.db.models import Prefetch, Q
 
 from relaybay.errors import InvalidInput
+from relaybay.inputs import is_identifier_text, parse_id
 
 from .models import HookLink, Session, fold_name
 
-HANDLE_RE = re.compile(r"^S-(\d+)$")
+HANDLE_RE = re.compile(r"^S-([0-9]+)$")
 NAME_MAX = 200
 # The header carrying a Claude Code process's proof: sha256 of "relaybay-process:" and the
 # process's CLAUDE_CODE_MESSAGING_TOKEN, sent by the hook client with every hook and by the
@@ -26,6 +27,8 @@ def check_name(name, *, what="name"):
         raise InvalidInput(f"The {what} must be a string.")
     if any(ch in name for ch in "\r\n\v\f\x85\u2028\u2029"):
         raise InvalidInput(f"The {what} must be a single line; remove the line break.")
+    if not is_identifier_text(name):
+        raise InvalidInput(f"The {what} holds a NUL character or a lone surrogate, which no name may hold.")
     name = name.strip()
     if not name:
         raise InvalidInput(f"The {what} is empty; give a session title, alias, desktop id or S-<id> handle.")
@@ -62,13 +65,13 @@ def serialize_on(*key):
 def find_sessions(name):
     """Every row that goes by `name` (SPEC §1.1). Never creates a row."""
     name = (name or "").strip()
-    if not name:
+    if not name or not is_identifier_text(name):
         return []
     match = Q(name_keys__contains="\n" + fold_name(name) + "\n") | Q(desktop_id=name)
     match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
     handle = HANDLE_RE.match(name)
-    if handle:
-        match |= Q(pk=int(handle.group(1)))
+    if handle and parse_id(handle.group(1)):
+        match |= Q(pk=parse_id(handle.group(1)))
     return sessions_with_links(match)
 
 

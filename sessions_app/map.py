@@ -11,6 +11,8 @@ from django.db.models import Count, Max
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
+from relaybay.inputs import parse_id
+
 from . import board, lib
 from .models import Event, Task
 
@@ -119,7 +121,7 @@ def draw(task=None):
         for pk in task.sessions.values_list("pk", flat=True):
             traffic.setdefault(f"S-{pk}", 0)
     keys = sorted(traffic, key=lambda k: (-traffic[k], k))[:MAX_NODES]
-    ids = [int(k[2:]) for k in keys if k.startswith("S-") and k[2:].isdigit()]
+    ids = [parse_id(k[2:]) for k in keys if k.startswith("S-") and parse_id(k[2:])]
     rows = {f"S-{s.pk}": s for s in board.decorate_sessions(board.sessions_with_links().filter(pk__in=ids))}
     nodes = {}
     for key in keys:

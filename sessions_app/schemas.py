@@ -1,5 +1,7 @@
 from ninja import Schema
 
+from relaybay.inputs import Name, Path
+
 
 class Error(Schema):
     detail: str
@@ -11,11 +13,11 @@ class WaitOut(Schema):
 
 
 class DesktopIn(Schema):
-    desktop_id: str
-    title: str | None = None
-    aliases: list[str] | None = None
-    folder: str | None = None
-    status: str | None = None
+    desktop_id: Name
+    title: Name | None = None
+    aliases: list[Name] | None = None
+    folder: Path | None = None
+    status: Name | None = None
 
 
 class SessionOut(Schema):
@@ -37,8 +39,8 @@ class DesktopOut(Schema):
 
 
 class DesktopEdgeIn(Schema):
-    sender: str
-    recipient: str
+    sender: Name
+    recipient: Name
 
 
 class DesktopEdgeOut(Schema):
@@ -48,5 +50,5 @@ class DesktopEdgeOut(Schema):
 
 
 class RelayIn(Schema):
-    group: str
+    group: Name
     message: dict

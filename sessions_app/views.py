@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from relaybay.errors import RelaybayError
+from relaybay.inputs import clean_text, parse_id
 
 from . import actions, board, export, search
 from . import map as session_map
@@ -49,7 +50,7 @@ def _run(request, write, success):
 def sessions_list(request):
     state = request.GET.get("state", "")
     kind = request.GET.get("kind", "")
-    text = request.GET.get("q", "").strip()
+    text = clean_text(request.GET.get("q", "")).strip()
     task = task_param(request)
 
     def rows():
@@ -131,7 +132,7 @@ def write_comment(request, pk):
 def edit_session(request, pk):
     session = get_object_or_404(Session, pk=pk)
     task_ref = request.POST.get("task", "")
-    task = Task.objects.filter(pk=task_ref).first() if task_ref.isdigit() else None
+    task = Task.objects.filter(pk=parse_id(task_ref)).first() if parse_id(task_ref) else None
     _run(
         request,
         lambda: actions.do_update_session(

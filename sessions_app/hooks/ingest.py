@@ -11,10 +11,11 @@ from django.utils import timezone
 
 from relaybay.errors import Ambiguous, InvalidInput, Refused
 from relaybay.events import ping, record_event, wake_waiters
+from relaybay.inputs import check_identifier, clean_json, clean_text
 
 from .. import lib
 from ..actions import link_hook_session, named_row
-from ..models import HookLink, Session
+from ..models import Event, HookLink, Session
 from . import delivery, native
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
@@ -24,15 +25,35 @@ NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session"}
 SEEN_RESOLUTION = timedelta(seconds=5)
 
 
+# The payload's fields that key a link or an event: refused when they could not be one (a
+# number, a NUL, a lone surrogate, longer than the column), never altered. Every other field
+# is text that is only kept and shown: made valid text (relaybay/inputs.py).
+IDENTIFIERS = {
+    "session_id": HookLink._meta.get_field("hook_session").max_length,
+    "hook_event_name": Event._meta.get_field("name").max_length - len("hook."),
+}
+OPTIONAL_IDENTIFIERS = {
+    "cwd": HookLink._meta.get_field("cwd").max_length,
+    "transcript_path": HookLink._meta.get_field("transcript_path").max_length,
+    "tool_name": 200,
+}
+# Claude Code sends about a dozen fields; past this many only a count is kept, so no payload
+# of many small keys can make a page of megabytes.
+STORED_FIELDS_MAX = 40
+
+
 def check_payload(payload):
+    """The payload as ingestion uses it: identifiers checked, everything else valid text."""
     if not isinstance(payload, dict):
         raise InvalidInput("The hook payload must be a JSON object, as Claude Code sends it.")
-    for key in ("session_id", "hook_event_name"):
-        value = payload.get(key)
-        if not isinstance(value, str) or not value.strip():
+    for key, limit in IDENTIFIERS.items():
+        if not isinstance(payload.get(key), str) or not payload[key].strip():
             raise InvalidInput(f"The hook payload has no {key}; send the payload exactly as Claude Code gives it.")
-        if len(value) > 200:
-            raise InvalidInput(f"The hook payload's {key} is longer than 200 characters.")
+        check_identifier(payload[key], what=f"hook payload's {key}", max_length=limit)
+    for key, limit in OPTIONAL_IDENTIFIERS.items():
+        check_identifier(payload.get(key), what=f"hook payload's {key}", max_length=limit, required=False)
+    keys = {*IDENTIFIERS, *OPTIONAL_IDENTIFIERS}
+    return {clean_text(k): (v if k in keys else clean_json(v)) for k, v in payload.items()}
 
 
 def _clip(value, limit):
@@ -46,8 +67,12 @@ def stored_fields(payload):
     """The event's data: the payload without message text (cut before clipping, which would
     turn a field into a string holding the text) and with long fields clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
-    data = native.without_message_text({k: v for k, v in payload.items() if k not in NOT_STORED})
-    return {k: _clip(v, limit) for k, v in data.items()}
+    fields = [(k, v) for k, v in payload.items() if k not in NOT_STORED]
+    data = native.without_message_text(dict(fields[:STORED_FIELDS_MAX]))
+    data = {k: _clip(v, limit) for k, v in data.items()}
+    if len(fields) > STORED_FIELDS_MAX:
+        data["relaybay_not_stored"] = f"{len(fields) - STORED_FIELDS_MAX} more fields"
+    return data
 
 
 def _link_fields(payload, now):
@@ -157,7 +182,7 @@ def _find_link(hook_session):
 def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
     """Record one hook event and return the answer JSON for Claude Code. `process` is the
     proof of the Claude Code process that ran the hook (lib.process_proof), when it sent one."""
-    check_payload(payload)
+    payload = check_payload(payload)
     event_name = payload["hook_event_name"]
     hook_session = payload["session_id"]
     now = timezone.now()
