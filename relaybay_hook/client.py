@@ -4,6 +4,7 @@ import sys
 from relaybay_hook import env
 from relaybay_hook.conn import HOOKS_PATH, Unreachable, error_text, http_request, unavailable
 from relaybay_hook.output import err, out
+from relaybay_hook.proof import hook_headers
 
 
 def with_session_name(payload, name):
@@ -41,7 +42,7 @@ def event_mode():
             if spool.replay_spool(spool_path, payload, timeout):
                 return 0
         try:
-            status, body = http_request('POST', HOOKS_PATH, payload, (), timeout)
+            status, body = http_request('POST', HOOKS_PATH, payload, hook_headers(), timeout)
         except Unreachable:
             status, body = None, None
         if status is None or unavailable(status):

@@ -7,6 +7,7 @@ threaded stub HTTP server defined here, or against a closed port.
 Run:   .venv/bin/python -m pytest tests/test_hook_client.py -p no:django
 Timing (by hand, not a test):   .venv/bin/python tests/test_hook_client.py [runs]
 """
+import hashlib
 import json
 import os
 import socket
@@ -503,13 +504,39 @@ def test_empty_stdin_does_nothing(stub, spool):
 def test_hot_path_imports_stay_light(stub, spool):
     s = stub()
     r = subprocess.run([PYTHON, '-S', '-X', 'importtime', str(HOOK)], input=event(1),
-                       env=hook_env(s.url, spool), capture_output=True, timeout=30)
+                       env=hook_env(s.url, spool, CLAUDE_CODE_MESSAGING_TOKEN='secret'), capture_output=True, timeout=30)
     assert r.stdout == b'{}'
     imported = {line.split('|')[-1].strip() for line in r.stderr.decode().splitlines()
                 if line.startswith('import time:')}
     heavy = {'socket', 'json', 're', 'os', 'ssl', 'email', 'http', 'http.client',
-             'urllib', 'urllib.request', 'encodings.idna', 'fcntl'}
+             'urllib', 'urllib.request', 'encodings.idna', 'fcntl', 'hashlib'}
     assert not imported & heavy, imported & heavy
+
+
+def test_the_process_proof_goes_with_each_hook_and_matches_the_mcp_headers_helper(stub, spool):
+    # Claude Code gives hooks and the http MCP entry's headersHelper the same messaging token;
+    # both send its digest, never the token, so relaybay can match an MCP call to its hooks.
+    s = stub()
+    secret = 'messaging-secret-42'
+    r = run_hook(s.url, spool, event(1), CLAUDE_CODE_MESSAGING_TOKEN=secret)
+    helper = subprocess.run([PYTHON, '-S', str(HOOK.parent / 'relaybay-mcp-headers')], capture_output=True, timeout=30,
+                            env=hook_env(s.url, spool, CLAUDE_CODE_MESSAGING_TOKEN=secret))
+    assert r.returncode == 0 and helper.returncode == 0
+    [req] = s.requests
+    digest = hashlib.sha256(b'relaybay-process:' + secret.encode()).hexdigest()
+    assert req['headers']['x-relaybay-process'] == digest
+    assert json.loads(helper.stdout) == {'X-Relaybay-Process': digest}
+    assert secret not in json.dumps(req['headers']) + helper.stdout.decode()
+
+
+def test_without_a_messaging_token_no_proof_is_sent(stub, spool):
+    s = stub()
+    run_hook(s.url, spool, event(1))
+    helper = subprocess.run([PYTHON, '-S', str(HOOK.parent / 'relaybay-mcp-headers')], capture_output=True, timeout=30,
+                            env=hook_env(s.url, spool))
+    [req] = s.requests
+    assert 'x-relaybay-process' not in req['headers']
+    assert json.loads(helper.stdout) == {}
 
 
 # --------------------------------------------------------------------------- wait mode

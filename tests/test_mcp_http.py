@@ -3,7 +3,9 @@ and the process proof that tells it which Claude Code session calls. The tools' 
 transports are in test_mcp_server.py."""
 
 import json
+import os
 import secrets
+import subprocess
 import uuid
 
 import httpx2
@@ -11,8 +13,8 @@ import pytest
 from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
-from sessions_app.hooks.mcp_headers import PROCESS_HEADER, process_proof
-from tests.live_server import live_relaybay  # noqa: F401  (fixture)
+from relaybay_hook.proof import PROCESS_HEADER, process_proof
+from tests.live_server import REPO_ROOT, live_relaybay  # noqa: F401  (fixture)
 from tests.test_mcp_server import answer, error_text, http_session, stdio_session
 
 
@@ -81,6 +83,27 @@ async def test_a_call_is_verified_through_the_process_proof_without_a_hook_sessi
         named = answer(await mcp.call_tool("message_send", {"body": "again", "to": beta, "session": alpha}))
     assert (sent["sender"], sent["sender_verified"]) == (alpha, True)
     assert (named["sender"], named["sender_verified"], named["note"]) == (alpha, True, "")
+
+
+async def test_the_hook_client_and_the_headers_helper_prove_one_process(live_relaybay, names, tmp_path):
+    # The two stdlib scripts Claude Code runs, with the environment it gives both of them.
+    alpha, beta = names("Alpha"), names("Beta")
+    live_relaybay.start_session(f"hook-{beta}", beta)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "RELAYBAY_URL": live_relaybay.url,
+        "RELAYBAY_TOKEN": live_relaybay.token,
+        "RELAYBAY_SESSION": alpha,
+        "CLAUDE_CODE_MESSAGING_TOKEN": secrets.token_hex(16),
+    }
+    start = {"session_id": f"hook-{alpha}", "hook_event_name": "SessionStart", "source": "startup", "cwd": str(tmp_path)}
+    hook = subprocess.run(["python3", "-S", str(REPO_ROOT / "bin" / "relaybay-hook")], input=json.dumps(start).encode(), env=env, capture_output=True, timeout=30)
+    helper = subprocess.run(["python3", "-S", str(REPO_ROOT / "bin" / "relaybay-mcp-headers")], env=env, capture_output=True, timeout=30)
+    assert alpha in json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    async with http_session(live_relaybay, tmp_path, headers=json.loads(helper.stdout)) as mcp:
+        sent = answer(await mcp.call_tool("message_send", {"body": "hello", "to": beta}))
+    assert (sent["sender"], sent["sender_verified"]) == (alpha, True)
 
 
 async def test_the_proof_follows_the_process_to_its_new_session_id_after_clear(live_relaybay, names, tmp_path):

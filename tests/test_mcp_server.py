@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from relaybay.mcp.server import RelaybayAPI
-from sessions_app.hooks.mcp_headers import PROCESS_HEADER, process_proof
+from relaybay_hook.proof import PROCESS_HEADER, process_proof
 from tests.live_server import MANAGE, REPO_ROOT, free_port, live_relaybay  # noqa: F401  (fixture)
 
 TOOLS = {"message_send", "messages_list", "message_ack", "session_link", "sessions_list"}
