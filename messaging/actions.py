@@ -114,7 +114,7 @@ def _check_fits(message):
 
 
 def _check_rate(sender_row, now):
-    window = SessionMessage.objects.filter(sender=sender_row, created_at__gt=now - timedelta(minutes=1))
+    window = SessionMessage.objects.filter(sender=sender_row, created_at__gt=now - timedelta(minutes=1), channel=SessionMessage.Channel.MCP)
     recent = list(window.order_by("created_at").values_list("created_at", flat=True)[:SENDS_PER_MINUTE])
     if len(recent) >= SENDS_PER_MINUTE:
         wait = max(1, int((recent[0] + timedelta(minutes=1) - now).total_seconds() + 0.999))
@@ -312,7 +312,7 @@ def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_s
                 raise Refused(f"M-{message.pk} is not addressed to {row.handle}; you can only acknowledge your own mail.")
             messages = [message]
         else:
-            unread = SessionMessage.objects.filter(recipient=row, read_at=None)
+            unread = SessionMessage.objects.filter(recipient=row, read_at=None, channel=SessionMessage.Channel.MCP)
             messages = list(unread.exclude(delivered_at=None) if verified else unread)
         marked = _mark_read(messages, reader=row, verified=verified)
     return AckResult(row, marked, verified)

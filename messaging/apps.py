@@ -4,3 +4,13 @@ from django.apps import AppConfig
 class MessagingConfig(AppConfig):
     name = "messaging"
     verbose_name = "Messages between sessions"
+
+    def ready(self):
+        # Hook ingestion lives in sessions_app, which never imports messaging: it reaches the
+        # native message rows through this recorder.
+        from sessions_app.hooks import native
+
+        from .native import do_record_native_traffic
+
+        if do_record_native_traffic not in native.recorders:
+            native.recorders.append(do_record_native_traffic)

@@ -78,7 +78,7 @@ def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
     from .models import SessionMessage
 
     def page(**whose):
-        messages = SessionMessage.objects.filter(**whose)
+        messages = SessionMessage.objects.filter(channel=SessionMessage.Channel.MCP, **whose)
         if unread_only:
             messages = messages.filter(read_at=None)
         if task is not None:

@@ -5,7 +5,25 @@ from sessions_app.models import Session, Task
 
 
 class SessionMessage(models.Model):
-    """A message from one session to another through the MCP channel (SPEC §4)."""
+    """A message from one session to another: through relaybay's MCP channel (SPEC §4), or
+    Claude Code's own SendMessage as its hooks reported it (channel native, SPEC §4.9: its
+    text is never stored, `body` stays empty)."""
+
+    class Channel(models.TextChoices):
+        MCP = "mcp", "relaybay"
+        NATIVE = "native", "Claude Code native"
+
+    class State(models.TextChoices):
+        """Where the message stands short of delivery; delivered and read are marked apart
+        (`delivered_at`, `read_at`)."""
+
+        SENT = "sent"
+        HELD = "held"
+        DENIED = "denied"
+        EXPIRED = "expired"
+        REFUSED = "refused"
+        DROPPED = "dropped"
+        UNREACHABLE = "unreachable"
 
     sender = models.ForeignKey(Session, null=True, on_delete=models.SET_NULL, related_name="sent_messages")
     sender_name = models.CharField(max_length=200)
@@ -13,7 +31,13 @@ class SessionMessage(models.Model):
     recipient = models.ForeignKey(Session, null=True, on_delete=models.SET_NULL, related_name="received_messages")
     recipient_name = models.CharField(max_length=200)
     task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
-    body = models.TextField()
+    body = models.TextField(blank=True)
+    channel = models.CharField(max_length=10, choices=Channel, default=Channel.MCP)
+    state = models.CharField(max_length=12, choices=State, default=State.SENT)
+    native_id = models.CharField(max_length=100, blank=True, help_text="Claude Code's msg_id of a native message")
+    native_digest = models.CharField(
+        max_length=64, blank=True, help_text="Keyed digest of a native message's text, to match its delivery to its send"
+    )
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replies")
     depth = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -35,6 +59,9 @@ class SessionMessage(models.Model):
             models.Index(fields=["sender", "created_at"], name="message_rate"),
             models.Index(fields=["recipient"], condition=Q(read_at=None), name="message_unread"),
             models.Index(fields=["id"], condition=Q(needs_owner=True, owner_seen_at=None), name="message_needs_owner"),
+            models.Index(fields=["native_id"], condition=~Q(native_id=""), name="message_native_id"),
+            models.Index(fields=["native_digest", "id"], condition=~Q(native_digest=""), name="message_native_digest"),
+            models.Index(fields=["id"], condition=Q(channel="native", state="held"), name="message_native_held"),
         ]
 
     def __str__(self):

@@ -3,10 +3,12 @@ the Inbox, message marks and threads, and keyset pages that stay fast on large t
 
 import unicodedata
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.db.models import Count, Prefetch
 from django.template.response import TemplateResponse
+from django.utils import timezone
 from django.utils.html import escape
 
 from messaging.lib import read_mark
@@ -17,6 +19,9 @@ from . import lib
 from .models import HookLink, Session, Task
 
 PAGE_SIZE = 50
+# Claude Code expires a held native message after this long (its default): the sender's
+# "expired" notice is never seen when the sender has exited by then.
+NATIVE_HOLD = timedelta(minutes=5)
 
 # The board is the owner's: their Django staff account (SPEC §5.1).
 owner_required = staff_member_required(login_url="login")
@@ -91,7 +96,7 @@ def display_name(session):
 def unread_counts(session_ids):
     """Messages to each row not yet read (the partial index on unread rows serves this)."""
     rows = (
-        SessionMessage.objects.filter(recipient_id__in=session_ids, read_at=None)
+        SessionMessage.objects.filter(recipient_id__in=session_ids, read_at=None, channel=SessionMessage.Channel.MCP)
         .values_list("recipient_id")
         .annotate(n=Count("id"))
     )
@@ -299,13 +304,21 @@ def event_marks(event):
 
 
 def inbox_querysets():
-    """What waits on the owner (SPEC §5.4), until the owner marks it seen: parents of
-    depth-refused replies, and unread messages whose recipient row is gone. Two querysets,
-    each served by its own partial index, rather than one OR that scans the table."""
+    """What waits on the owner (SPEC §5.4): until the owner marks it seen, parents of
+    depth-refused replies and unread messages whose recipient row is gone; and, until it is
+    delivered, denied or expires, a native message held for approval in its recipient's
+    terminal (SPEC §4.9). Querysets each served by its own partial index, rather than one OR
+    that scans the table."""
     waiting = SessionMessage.objects.filter(owner_seen_at=None)
     return [
         waiting.filter(needs_owner=True),
-        waiting.filter(recipient=None, read_at=None, needs_owner=False),
+        waiting.filter(recipient=None, read_at=None, needs_owner=False, channel=SessionMessage.Channel.MCP),
+        waiting.filter(
+            channel=SessionMessage.Channel.NATIVE,
+            state=SessionMessage.State.HELD,
+            delivered_at=None,
+            created_at__gt=timezone.now() - NATIVE_HOLD,
+        ),
     ]
 
 

@@ -8,6 +8,7 @@ from django.db.models import Prefetch, Q
 from relaybay.errors import InvalidInput
 from relaybay.inputs import is_identifier_text, parse_id
 
+from .hooks.native import socket_path
 from .models import HookLink, Session, fold_name
 
 HANDLE_RE = re.compile(r"^S-([0-9]+)$")
@@ -63,12 +64,20 @@ def serialize_on(*key):
 
 
 def find_sessions(name):
-    """Every row that goes by `name` (SPEC §1.1). Never creates a row."""
+    """Every row that goes by `name` (SPEC §1.1, §4.9). Never creates a row.
+
+    Claude Code's native name and messaging socket (`uds:/…/<pid>.sock` or the bare path)
+    count while their link is live: both are the process's, and once it exits another
+    session may take the name and another process the socket's pid."""
     name = (name or "").strip()
     if not name or not is_identifier_text(name):
         return []
     match = Q(name_keys__contains="\n" + fold_name(name) + "\n") | Q(desktop_id=name)
     match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
+    live = HookLink.objects.exclude(state=HookLink.State.ENDED)
+    match |= Q(pk__in=live.filter(native_name_key=fold_name(name)).values("session_id"))
+    if name.startswith(("uds:", "/")):
+        match |= Q(pk__in=live.filter(native_socket=socket_path(name)).values("session_id"))
     handle = HANDLE_RE.match(name)
     if handle and parse_id(handle.group(1)):
         match |= Q(pk=parse_id(handle.group(1)))

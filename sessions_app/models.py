@@ -101,6 +101,11 @@ class HookLink(models.Model):
     stop_blocks = models.PositiveIntegerField(default=0, help_text="Stop blocks given in this turn")
     waiter = models.CharField(max_length=40, blank=True, help_text="The wake-up waiter that is current")
     cwd = models.CharField(max_length=1000, blank=True)
+    # Claude Code's own names for the process behind this link (SPEC §4.9), as the hook client
+    # reads them: its native name (--name, /rename, or <folder>-<hex>) and messaging socket.
+    native_name = models.CharField(max_length=200, blank=True)
+    native_name_key = models.CharField(max_length=200, blank=True, editable=False, db_index=True)
+    native_socket = models.CharField(max_length=500, blank=True, db_index=True)
     transcript_path = models.CharField(max_length=1000, blank=True)
     process_proof = models.CharField(
         max_length=64,

@@ -73,7 +73,8 @@ def _pending_comments(session):
 
 
 def _pending_messages(session):
-    return SessionMessage.objects.filter(recipient_id=session, delivered_at=None, read_at=None)
+    # Native messages are Claude Code's to deliver; relaybay only records them.
+    return SessionMessage.objects.filter(recipient_id=session, delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP)
 
 
 class Pending(NamedTuple):
@@ -92,7 +93,8 @@ def _pending_sql():
         f"SELECT EXISTS(SELECT 1 FROM {comment.db_table} WHERE {col(comment, 'session')} = %s"
         f" AND {col(comment, 'delivered_at')} IS NULL),"
         f" EXISTS(SELECT 1 FROM {message.db_table} WHERE {col(message, 'recipient')} = %s"
-        f" AND {col(message, 'delivered_at')} IS NULL AND {col(message, 'read_at')} IS NULL)"
+        f" AND {col(message, 'delivered_at')} IS NULL AND {col(message, 'read_at')} IS NULL"
+        f" AND {col(message, 'channel')} = '{SessionMessage.Channel.MCP}')"
     )
 
 

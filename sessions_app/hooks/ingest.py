@@ -15,11 +15,11 @@ from relaybay.inputs import check_identifier, clean_json, clean_text
 
 from .. import lib
 from ..actions import link_hook_session, named_row
-from ..models import Event, HookLink, Session
+from ..models import Event, HookLink, Session, fold_name
 from . import delivery, native
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
-NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session"}
+NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session", "relaybay_native"}
 # "Last seen" times are written at most this often: most hooks of a busy turn then write
 # only their event row.
 SEEN_RESOLUTION = timedelta(seconds=5)
@@ -114,6 +114,36 @@ def _next_state(link, event_name):
     return link.state
 
 
+def _native_names(link, payload):
+    """The process's native name and messaging socket, as the hook client read them (SPEC
+    §4.9): what changed of them, for the link. A rename (/rename) is followed; an event that
+    reports neither (an http hook, SessionEnd) leaves them."""
+    reported = payload.get("relaybay_native")
+    if not isinstance(reported, dict):
+        return {}
+    updates = {}
+    name, socket = reported.get("name"), reported.get("socket")
+    if isinstance(name, str) and name.strip() and name.strip() != link.native_name:
+        try:
+            name = lib.check_name(name, what="native name")
+        except InvalidInput:
+            name = None
+        if name is not None:
+            updates.update(native_name=name, native_name_key=fold_name(name))
+            record_event(
+                "link.native_name",
+                session_id=link.session_id,
+                hook_session=link.hook_session,
+                data={"name": name, "was": link.native_name},
+            )
+            ping("sessions")
+    if isinstance(socket, str) and 0 < len(socket) <= 500 and native.socket_path(socket) != link.native_socket:
+        updates["native_socket"] = native.socket_path(socket)
+    for field, value in updates.items():
+        setattr(link, field, value)
+    return updates
+
+
 def _stale(moment, now):
     return moment is None or now - moment >= SEEN_RESOLUTION
 
@@ -137,6 +167,7 @@ def _apply_event(link, event_name, payload, now, process):
             wake_waiters([link.hook_session])
     if payload.get("transcript_path") and payload["transcript_path"] != link.transcript_path:
         updates["transcript_path"] = payload["transcript_path"]
+    updates.update(_native_names(link, payload))
     if updates or _stale(link.last_event_at, now):
         updates["last_event_at"] = now
         HookLink.objects.filter(pk=link.pk).update(**updates)
@@ -209,6 +240,9 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
             replay=replay,
             happened_at=spooled_at,
         )
+        traffic = native.read_native(payload)
+        if traffic:
+            native.report(link, traffic, now)
         if replay:
             # Nobody waits for a replayed event's answer: nothing is delivered through it.
             return {}

@@ -72,6 +72,18 @@ class Approval:
     """The recipient's terminal asks its user to deliver or deny a message."""
 
 
+# What records native traffic as messages: messaging's AppConfig.ready adds its recorder, so
+# ingestion reaches the message rows while sessions_app never imports messaging.
+recorders = []
+
+
+def report(link, traffic, now):
+    """Hand what one payload reported (read_native) to the recorders. Inside the hook's
+    transaction: the event and the message rows commit together."""
+    for recorder in recorders:
+        recorder(link=link, traffic=traffic, now=now)
+
+
 def text_digest(text):
     """A keyed digest of a message text: lets a delivery be matched to its send without the
     text being stored, and cannot be reversed by trying short texts without the key."""
