@@ -198,7 +198,7 @@ def _connect_tls(host, port, deadline):
     import ssl
     raw = socket.create_connection((host, port), max(deadline - time.monotonic(), 0.001))
     ctx = ssl.create_default_context()
-    cafile = env.getenv('RELAYBAY_CAFILE')
+    cafile = env.setting('RELAYBAY_CAFILE')
     if cafile:
         ctx.load_verify_locations(cafile)
     return ctx.wrap_socket(raw, server_hostname=host)

@@ -1,4 +1,9 @@
-"""The hook client's settings, read from the environment without importing `os`."""
+"""The hook client's settings: the environment first, then the configuration file.
+
+`claude_config` writes the file (NAME=value lines, the names below) and names it in the
+session's environment as RELAYBAY_HOOK_CONFIG, so hook command lines hold no configuration:
+Claude Code repeats a wake-up hook's command line to the model. Read without importing `os`.
+"""
 try:  # the C module behind `os`; importing `os` itself costs ~1 ms
     import posix as _px
 
@@ -19,11 +24,48 @@ except ImportError:  # pragma: no cover - non-POSIX platforms
 
 DEFAULT_URL = 'http://127.0.0.1:8000'
 DEFAULT_SPOOL = '~/.relaybay/spool.jsonl'
+CONFIG_ENV = 'RELAYBAY_HOOK_CONFIG'
+
+_file_settings = None
+
+
+def _read_file_settings():
+    """NAME=value lines of the file RELAYBAY_HOOK_CONFIG names ({} when unset or unreadable)."""
+    found = {}
+    path = getenv(CONFIG_ENV)
+    if not path:
+        return found
+    try:
+        with open(path, 'rb') as f:
+            text = f.read().decode('utf-8', 'surrogateescape')
+    except OSError:
+        return found
+    for line in text.splitlines():
+        name, sep, value = line.partition('=')
+        name = name.strip()
+        if sep and name and not name.startswith('#'):
+            found[name] = value.strip()
+    return found
+
+
+def setting(name, default=None):
+    """The environment's value of `name`, else the configuration file's, else `default`."""
+    global _file_settings
+    value = getenv(name)
+    if value:
+        return value
+    if _file_settings is None:
+        _file_settings = _read_file_settings()
+    return _file_settings.get(name) or default
+
+
+def flag(name):
+    return (setting(name) or '').strip().lower() in ('1', 'true', 'yes', 'on')
 
 
 def float_env(name, default):
     try:
-        v = float(getenv(name) or default)
+        v = float(setting(name) or default)
     except ValueError:
         return float(default)
     return v if v == v and abs(v) != float('inf') else float(default)  # NaN, inf -> default
@@ -35,17 +77,15 @@ def clean(value):
 
 
 def base_url():
-    return getenv('RELAYBAY_URL') or DEFAULT_URL
+    return setting('RELAYBAY_URL') or DEFAULT_URL
 
 
 def token():
-    return getenv('RELAYBAY_TOKEN') or _token_from_file()
+    return setting('RELAYBAY_TOKEN') or _token_from_file()
 
 
 def _token_from_file():
-    # claude_config names a file instead of writing the token into the hook command: Claude
-    # Code repeats a wake-up hook's command line to the model.
-    path = getenv('RELAYBAY_TOKEN_FILE')
+    path = setting('RELAYBAY_TOKEN_FILE')
     if not path:
         return None
     try:
@@ -56,7 +96,7 @@ def _token_from_file():
 
 
 def spool_path():
-    path = getenv('RELAYBAY_SPOOL') or DEFAULT_SPOOL
+    path = setting('RELAYBAY_SPOOL') or DEFAULT_SPOOL
     if path.startswith('~'):
         home = getenv('HOME')
         if home and (path == '~' or path.startswith('~/')):
@@ -68,4 +108,4 @@ def spool_path():
 
 
 def session_name():
-    return getenv('RELAYBAY_SESSION')
+    return setting('RELAYBAY_SESSION')

@@ -1,4 +1,9 @@
-"""Wait mode: the asyncRewake Stop hook that wakes an idle session when mail arrives."""
+"""Wait mode: the asyncRewake Stop hook that wakes an idle session when mail arrives.
+
+`claude -p` does not exit before its asyncRewake hooks end, so an unattended session
+(CLAUDE_CODE_SESSION_ATTENDED=0) does not wait unless RELAYBAY_WAIT_UNATTENDED asks it to:
+a headless worker that should sit and wait for mail.
+"""
 import json
 import sys
 import time
@@ -16,10 +21,17 @@ def _quote(value):
     return ''.join(chr(b) if b in safe else '%%%02X' % b for b in value.encode('utf-8'))
 
 
+def should_wait():
+    """False for an unattended session (`claude -p`), unless the user asked it to wait."""
+    return env.getenv('CLAUDE_CODE_SESSION_ATTENDED') != '0' or env.flag('RELAYBAY_WAIT_UNATTENDED')
+
+
 def wait_mode():
     try:
         obj = json.loads(sys.stdin.buffer.read().decode('utf-8'))
     except ValueError:
+        return 0
+    if not should_wait():
         return 0
     session_id = obj.get('session_id') if isinstance(obj, dict) else None
     if not session_id or not isinstance(session_id, str):

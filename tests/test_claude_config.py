@@ -36,19 +36,15 @@ def handlers(config, event):
     return group["hooks"]
 
 
-def parse_command(command):
-    """(env assignments, argv) of a `VAR=value ... program args` command line."""
-    words = shlex.split(command)
-    env = {}
-    while "=" in words[0] and not words[0].startswith("/"):
-        name, value = words.pop(0).split("=", 1)
-        env[name] = value
-    return env, words
+def file_settings(config):
+    """NAME=value lines of the hook client's configuration file the settings name."""
+    path = Path(config["env"]["RELAYBAY_HOOK_CONFIG"])
+    return dict(line.split("=", 1) for line in path.read_text().splitlines())
 
 
 def test_it_prints_settings_json_with_every_hook_event():
     config, _ = claude_config()
-    assert set(config) == {"hooks", "mcpServers"}
+    assert set(config) == {"env", "hooks", "mcpServers"}
     assert set(config["hooks"]) == EVENTS
 
 
@@ -60,28 +56,42 @@ def test_one_file_connects_hooks_and_mcp():
     assert "claude --settings FILE --mcp-config FILE" in hint
 
 
-def test_every_command_runs_the_hook_client_with_the_system_python_by_absolute_path():
+def test_every_command_is_the_short_client_variable_which_runs_the_system_python():
     config, _ = claude_config()
     for event in EVENTS:
-        env, argv = parse_command(handlers(config, event)[0]["command"])
-        python, flag, client = argv[:3]
-        assert Path(python).is_absolute() and Path(python).is_file(), python
-        # The machine's interpreter, not this virtualenv's: the client needs only the stdlib.
-        assert not Path(python).is_relative_to(sys.prefix), python
-        assert flag == "-S"
-        assert Path(client) == HOOK_CLIENT and Path(client).is_file()
+        assert handlers(config, event)[0]["command"] == "$RELAYBAY_HOOK"
+    python, flag, client = config["env"]["RELAYBAY_HOOK"].split(" ")
+    assert Path(python).is_absolute() and Path(python).is_file(), python
+    # The machine's interpreter, not this virtualenv's: the client needs only the stdlib.
+    assert not Path(python).is_relative_to(sys.prefix), python
+    assert flag == "-S"
+    assert Path(client) == HOOK_CLIENT and Path(client).is_file()
 
 
-def test_the_url_and_a_token_file_are_wired_into_every_command_but_never_the_token():
+def test_the_address_and_token_are_in_a_private_file_and_never_in_a_command():
     # Claude Code shows the model the command line of a wake-up hook that woke it.
     config, _ = claude_config()
+    stored = file_settings(config)
+    assert (stored["RELAYBAY_URL"], stored["RELAYBAY_TOKEN"]) == (URL, TOKEN)
+    path = Path(config["env"]["RELAYBAY_HOOK_CONFIG"])
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
     for event in EVENTS:
         for handler in handlers(config, event):
-            env, _ = parse_command(handler["command"])
-            assert env["RELAYBAY_URL"] == URL
-            assert Path(env["RELAYBAY_TOKEN_FILE"]).read_text() == TOKEN
-            assert oct(Path(env["RELAYBAY_TOKEN_FILE"]).stat().st_mode & 0o777) == "0o600"
-            assert TOKEN not in handler["command"]
+            assert TOKEN not in handler["command"] and URL not in handler["command"]
+    assert TOKEN not in json.dumps(config["env"])
+
+
+def test_a_client_path_with_spaces_is_named_quoted_in_the_commands(tmp_path):
+    # The shell would split an unquoted $RELAYBAY_HOOK at the space.
+    from sessions_app.management.commands.claude_config import hook_settings
+
+    python = str(tmp_path / "my pythons" / "python3")
+    config = hook_settings(url=URL, token=TOKEN, python=python)
+    command = handlers(config, "UserPromptSubmit")[0]["command"]
+    assert shlex.split(command)[:2] == [python, "-S"]
+    assert handlers(config, "Stop")[1]["command"] == f"{command} wait"
+    assert TOKEN not in command
 
 
 def test_tool_events_match_every_tool():
@@ -93,33 +103,37 @@ def test_tool_events_match_every_tool():
 def test_stop_also_runs_the_wake_up_client_with_async_rewake():
     config, _ = claude_config("--wait", "45")
     plain, wake_up = handlers(config, "Stop")
-    env, argv = parse_command(wake_up["command"])
     assert wake_up["asyncRewake"] is True
-    assert argv[-1] == "wait" and env["RELAYBAY_WAIT"] == "45"
+    # Short and free of configuration: this is the line the model is shown when it is woken.
+    assert wake_up["command"] == "$RELAYBAY_HOOK wait"
+    assert file_settings(config)["RELAYBAY_WAIT"] == "45"
     # Claude Code must not kill the waiter before it gives up on its own.
     assert 45 < wake_up["timeout"] <= 120
-    assert "asyncRewake" not in plain and parse_command(plain["command"])[1][-1] != "wait"
+    assert "asyncRewake" not in plain and plain["command"] == "$RELAYBAY_HOOK"
 
 
-def test_the_default_wait_is_ten_minutes():
+def test_the_default_wait_is_ten_minutes_in_attended_sessions_only():
     config, _ = claude_config()
-    env, _ = parse_command(handlers(config, "Stop")[1]["command"])
-    assert env["RELAYBAY_WAIT"] == "600"
+    assert file_settings(config)["RELAYBAY_WAIT"] == "600"
+    assert "RELAYBAY_WAIT_UNATTENDED" not in file_settings(config)
 
 
-def test_session_and_spool_options_reach_every_command(tmp_path):
+def test_wait_unattended_lets_headless_workers_wait_for_mail():
+    config, _ = claude_config("--wait-unattended")
+    assert file_settings(config)["RELAYBAY_WAIT_UNATTENDED"] == "1"
+
+
+def test_session_and_spool_options_reach_the_client(tmp_path):
     spool = tmp_path / "spool.jsonl"
     config, _ = claude_config("--session", "Refactor auth", "--spool", str(spool))
-    for event in EVENTS:
-        env, _ = parse_command(handlers(config, event)[0]["command"])
-        assert env["RELAYBAY_SESSION"] == "Refactor auth"
-        assert env["RELAYBAY_SPOOL"] == str(spool)
+    stored = file_settings(config)
+    assert stored["RELAYBAY_SESSION"] == "Refactor auth"
+    assert stored["RELAYBAY_SPOOL"] == str(spool)
 
 
 def test_url_option_overrides_the_setting():
     config, _ = claude_config("--url", "http://10.0.0.5:9000/")
-    env, _ = parse_command(handlers(config, "UserPromptSubmit")[0]["command"])
-    assert env["RELAYBAY_URL"] == "http://10.0.0.5:9000"
+    assert file_settings(config)["RELAYBAY_URL"] == "http://10.0.0.5:9000"
 
 
 def test_http_variant_keeps_session_start_and_the_wake_up_as_command_hooks():
@@ -167,6 +181,7 @@ def test_the_printed_session_start_command_connects_a_session(live_relaybay, set
     payload = {"hook_event_name": "SessionStart", "session_id": "hook-printed", "cwd": str(tmp_path), "source": "startup"}
     done = subprocess.run(
         ["sh", "-c", handlers(config, "SessionStart")[0]["command"]],
+        env={"PATH": "/usr/bin:/bin", **config["env"]},  # Claude Code adds the settings' env
         input=json.dumps(payload),
         capture_output=True,
         text=True,

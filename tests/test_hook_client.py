@@ -617,6 +617,61 @@ def test_wait_without_session_id_exits_0(stub, spool, payload):
     assert s.requests == []
 
 
+def test_an_unattended_session_does_not_wait(stub, spool):
+    # `claude -p` does not exit before its asyncRewake hooks end: no waiter, no request.
+    s = stub(lambda req, i: {'body': {'status': 'delivered', 'text': 'mail'}})
+    r = run_hook(s.url, spool, stop_payload(), 'wait', CLAUDE_CODE_SESSION_ATTENDED='0')
+    assert (r.returncode, r.stdout, r.stderr) == (0, b'', b'')
+    assert s.requests == []
+
+
+@pytest.mark.parametrize('attended, asked', [('1', ''), ('', ''), ('0', '1'), ('0', 'yes')])
+def test_an_attended_session_or_one_asked_to_waits(stub, spool, attended, asked):
+    s = stub(lambda req, i: {'body': {'status': 'delivered', 'text': 'mail'}})
+    r = run_hook(s.url, spool, stop_payload(), 'wait', CLAUDE_CODE_SESSION_ATTENDED=attended,
+                 RELAYBAY_WAIT_UNATTENDED=asked)
+    assert (r.returncode, r.stderr) == (2, b'mail')
+    assert len(s.requests) == 1
+
+
+def test_a_headless_worker_can_ask_to_wait_in_the_configuration_file(stub, spool, tmp_path):
+    config = tmp_path / 'hook.conf'
+    config.write_text('RELAYBAY_WAIT_UNATTENDED=1\n')
+    s = stub(lambda req, i: {'body': {'status': 'delivered', 'text': 'mail'}})
+    r = run_hook(s.url, spool, stop_payload(), 'wait', CLAUDE_CODE_SESSION_ATTENDED='0',
+                 RELAYBAY_HOOK_CONFIG=config)
+    assert (r.returncode, r.stderr) == (2, b'mail')
+
+
+# --------------------------------------------------------------------------- configuration file
+
+def test_settings_come_from_the_configuration_file(stub, spool, tmp_path):
+    s = stub()
+    config = tmp_path / 'hook.conf'
+    config.write_text('# written by claude_config\nRELAYBAY_URL=%s/prefix\nRELAYBAY_TOKEN=from-the-file\n'
+                      'RELAYBAY_SESSION=Filed\nRELAYBAY_SPOOL=%s\n' % (s.url, tmp_path / 'filed.jsonl'))
+    env = {'PATH': '/usr/bin:/bin', 'HOME': str(tmp_path), 'RELAYBAY_HOOK_CONFIG': str(config)}
+    r = subprocess.run([PYTHON, '-S', str(HOOK)], input=event(1, name='SessionStart'), env=env,
+                       capture_output=True, timeout=30)
+    assert (r.returncode, r.stdout) == (0, b'{}')
+    [req] = s.requests
+    assert req['path'] == '/prefix/api/hooks'
+    assert req['headers']['authorization'] == 'Bearer from-the-file'
+    assert json.loads(req['body'])['relaybay_session'] == 'Filed'
+    s.close()
+    subprocess.run([PYTHON, '-S', str(HOOK)], input=event(2), env=env, capture_output=True, timeout=30)
+    assert [e['payload'] for e in spool_entries(tmp_path / 'filed.jsonl')] == [event(2).decode()]
+
+
+def test_the_environment_overrides_the_configuration_file(stub, spool, tmp_path):
+    s = stub()
+    config = tmp_path / 'hook.conf'
+    config.write_text('RELAYBAY_URL=http://127.0.0.1:1\nRELAYBAY_TOKEN=from-the-file\n')
+    r = run_hook(s.url, spool, event(1), RELAYBAY_HOOK_CONFIG=config)
+    assert (r.returncode, r.stdout) == (0, b'{}')
+    assert s.requests[0]['headers']['authorization'] == 'Bearer ' + TOKEN
+
+
 # --------------------------------------------------------------------------- timing (by hand)
 
 def _timing(runs=200):

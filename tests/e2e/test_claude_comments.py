@@ -30,7 +30,10 @@ def named(live_relaybay, request):
 
 @pytest.fixture
 def settings_file(live_relaybay, named, tmp_path):
-    return write_settings(live_relaybay, tmp_path / "settings.json", "--session", named, "--wait", "4", "--spool", str(tmp_path / "spool.jsonl"))
+    # A headless worker's config: the wake-up hook waits under `claude -p` too.
+    return write_settings(
+        live_relaybay, tmp_path / "settings.json", "--session", named, "--wait", "8", "--wait-unattended", "--spool", str(tmp_path / "spool.jsonl")
+    )
 
 
 def comment(live, name, marker):
@@ -85,12 +88,28 @@ def test_a_comment_pending_at_stop_is_a_stop_block_and_the_model_continues(live_
     assert "from the owner" in second
 
 
+def waiter_registered(live, name):
+    """The server shows the named session idle with its wake-up hook waiting."""
+    rows = query(
+        live,
+        "select l.state, l.waiter from sessions_app_hooklink l join sessions_app_session s on s.id = l.session_id where s.title = ?",
+        name,
+    )
+    return any(state == "idle" and waiter for state, waiter in rows)
+
+
+def wait_until(condition, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+
+
 def test_an_idle_session_with_the_wake_up_hook_is_woken_by_a_new_comment(live_relaybay, model, claude, settings_file, named):
     model.add_steps(text("going idle"), text("woken and working"))
 
     def write_when_idle():
-        model.wait_for(lambda m: len(m.main_requests()) >= 1, timeout=30)
-        time.sleep(1.0)  # the turn ends: Stop, then the wake-up hook starts waiting
+        wait_until(lambda: waiter_registered(live_relaybay, named))
         comment(live_relaybay, named, "wake-7703")
 
     writer = threading.Thread(target=write_when_idle)
@@ -99,9 +118,12 @@ def test_an_idle_session_with_the_wake_up_hook_is_woken_by_a_new_comment(live_re
     writer.join()
     assert result["result"] == "woken and working"
     woken = model.request_texts()[1]
-    assert "Stop hook feedback:" in woken and "owner says wake-7703" in woken
-    # Claude Code repeats the wake-up hook's command line to the model: no token in it.
+    assert "owner says wake-7703" in woken
+    # Claude Code repeats the wake-up hook's command line to the model: short, and free of
+    # configuration (no address, token, interpreter or file paths).
+    assert "Stop hook feedback:\n[$RELAYBAY_HOOK wait]: " in woken
     assert live_relaybay.token not in model.all_text()
+    assert live_relaybay.url not in model.all_text()
 
 
 def manage_command(live):

@@ -93,7 +93,7 @@ class Background:
 @pytest.fixture
 def agents(live_relaybay, tmp_path):
     """`agents(a=WAIT, b=WAIT)`: sessions named uniquely for this test, each with its own model
-    server and a wake-up hook that waits WAIT seconds."""
+    server and a wake-up hook that waits WAIT seconds (also under `claude -p`)."""
     servers = []
     suffix = uuid.uuid4().hex[:6]
 
@@ -103,8 +103,11 @@ def agents(live_relaybay, tmp_path):
             root = tmp_path / key
             (root / "project").mkdir(parents=True)
             settings = write_settings(
-                live_relaybay, root / "settings.json", "--session", name, "--wait", str(wait), "--spool", str(root / "spool.jsonl")
-            )
+                live_relaybay,
+                root / "settings.json",
+                "--session", name, "--wait", str(wait), "--spool", str(root / "spool.jsonl"),
+                "--wait-unattended",  # headless workers under `claude -p` that wait for mail
+            )  # fmt: skip
             server = ModelServer().start()
             servers.append(server)
             # One file from claude_config, passed to --settings and to --mcp-config.

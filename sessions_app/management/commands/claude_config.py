@@ -1,4 +1,5 @@
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -41,10 +42,25 @@ def hook_python():
     return real if real and Path(real).is_file() else str(Path(found).resolve())
 
 
-def client_command(python, env, *args):
-    """`VAR=value ... python3 -S bin/relaybay-hook [args]`, shell-quoted (Claude Code runs it with sh)."""
-    assignments = [f"{name}={shlex.quote(str(value))}" for name, value in env.items() if value not in (None, "")]
-    return " ".join([*assignments, shlex.join([python, "-S", str(HOOK_CLIENT), *args])])
+def hook_config_file(values):
+    """The hook client's configuration (NAME=value lines, the token among them) as a file in
+    relaybay's data folder, readable by its owner only; one file per distinct configuration."""
+    text = "".join(f"{name}={value}\n" for name, value in values.items() if value not in (None, ""))
+    folder = Path(settings.DATA_DIR) / "hook-config"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.conf"
+    if not path.exists() or path.read_text() != text:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+    return path
+
+
+def client_launcher(python):
+    """`python3 -S .../bin/relaybay-hook`, and whether it can stand unquoted in $RELAYBAY_HOOK
+    (the shell splits an unquoted variable at spaces and expands * ? [)."""
+    words = [python, "-S", str(HOOK_CLIENT)]
+    return shlex.join(words), all(shlex.quote(word) == word for word in words)
 
 
 def group(event, handlers):
@@ -53,29 +69,28 @@ def group(event, handlers):
     return [{"hooks": handlers}]
 
 
-def token_file(token):
-    """A file holding the token for the hook commands (0600, in relaybay's data folder)."""
-    path = Path(settings.DATA_DIR) / "hook-token"
-    if not path.exists() or path.read_text() != token:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(token)
-    return path
+def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, wait_unattended=False, spool=None, python=None):
+    """The Claude Code settings object that connects every session started with it.
 
-
-def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, spool=None, python=None):
-    """The Claude Code settings object that connects every session started with it."""
-    python = python or hook_python()
-    # The token stays out of the command lines: Claude Code shows the model the command of a
-    # wake-up hook that woke it.
-    env = {"RELAYBAY_URL": url, "RELAYBAY_TOKEN_FILE": token_file(token), "RELAYBAY_SESSION": session, "RELAYBAY_SPOOL": spool}
-    command = {"type": "command", "command": client_command(python, env), "timeout": COMMAND_TIMEOUT}
-    wake_up = {
-        "type": "command",
-        "command": client_command(python, {**env, "RELAYBAY_WAIT": wait}, "wait"),
-        "asyncRewake": True,
-        "timeout": wait + WAIT_MARGIN,
-    }
+    Claude Code shows the model the command line of a wake-up hook that woke it, so the
+    commands hold no configuration: the settings' `env` names the client ($RELAYBAY_HOOK) and
+    its configuration file (RELAYBAY_HOOK_CONFIG), which holds the address, token and options.
+    """
+    launcher, splittable = client_launcher(python or hook_python())
+    config = hook_config_file(
+        {
+            "RELAYBAY_URL": url,
+            "RELAYBAY_TOKEN": token,
+            "RELAYBAY_SESSION": session,
+            "RELAYBAY_SPOOL": spool,
+            "RELAYBAY_WAIT": wait,
+            "RELAYBAY_WAIT_UNATTENDED": "1" if wait_unattended else None,
+        }
+    )
+    # A path with spaces cannot be split back out of the variable: then the commands name it.
+    client = "$RELAYBAY_HOOK" if splittable else launcher
+    command = {"type": "command", "command": client, "timeout": COMMAND_TIMEOUT}
+    wake_up = {"type": "command", "command": f"{client} wait", "asyncRewake": True, "timeout": wait + WAIT_MARGIN}
     # The literal token, as in the commands: the hook works whatever environment the session
     # was started in ("Bearer $RELAYBAY_TOKEN" with allowedEnvVars works too, but only where
     # RELAYBAY_TOKEN is exported).
@@ -90,7 +105,7 @@ def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, sp
         # SessionStart accepts only command hooks; it also carries RELAYBAY_SESSION.
         handler = http_hook if http and event != "SessionStart" else command
         hooks[event] = group(event, [handler, wake_up] if event == "Stop" else [handler])
-    return {"hooks": hooks}
+    return {"env": {"RELAYBAY_HOOK": launcher, "RELAYBAY_HOOK_CONFIG": str(config)}, "hooks": hooks}
 
 
 def mcp_config(*, url, token):
@@ -132,7 +147,9 @@ class Command(BaseCommand):
         "Print Claude Code configuration for relaybay. By default: a settings file for "
         "`claude --settings FILE` with command hooks for SessionStart, UserPromptSubmit, PreToolUse, "
         "PostToolUse, Stop and SessionEnd (the stdlib-only hook client, run by the machine's python3 -S), "
-        "plus the wake-up hook on Stop (asyncRewake), which wakes an idle session when mail arrives. "
+        "plus the wake-up hook on Stop (asyncRewake), which wakes an idle interactive session when mail arrives. "
+        "The settings' `env` names the client ($RELAYBAY_HOOK) and its configuration file in relaybay's data "
+        "folder (RELAYBAY_HOOK_CONFIG: address, token, options; 0600), so the command lines hold no configuration. "
         "With --http the hooks after SessionStart are Claude Code http hooks posting to /api/hooks "
         "(no process per event, no spool when relaybay is down) with the token written literally in "
         "their Authorization header; SessionStart and the wake-up stay command hooks, as Claude Code "
@@ -158,8 +175,16 @@ class Command(BaseCommand):
             metavar="SECONDS",
             type=positive_seconds,
             default=DEFAULT_WAIT,
-            help=f"How long the wake-up hook waits for mail after each turn (default {DEFAULT_WAIT}). "
-            "In `claude -p` the CLI does not exit before it ends.",
+            help=f"How long the wake-up hook waits for mail after each turn (default {DEFAULT_WAIT}), "
+            "in interactive sessions (and with --wait-unattended).",
+        )
+        parser.add_argument(
+            "--wait-unattended",
+            action="store_true",
+            help="Let the wake-up hook wait in unattended sessions (`claude -p`) too: for headless workers "
+            "that should wait for mail. `claude -p` does not exit before the wait ends. Without it the "
+            "wake-up hook of an unattended session returns at once (RELAYBAY_WAIT_UNATTENDED=1 in the "
+            "session's environment asks the same).",
         )
         parser.add_argument("--url", help=f"relaybay's address as the hooks reach it (default {settings.RELAYBAY_URL}).")
         parser.add_argument(
@@ -182,7 +207,13 @@ class Command(BaseCommand):
                 raise CommandError("--session takes one line: the session's title.")
             spool = str(Path(options["spool"]).expanduser().resolve()) if options["spool"] else None
             config = hook_settings(
-                url=url, token=token, http=options["http"], session=options["session"], wait=options["wait"], spool=spool
+                url=url,
+                token=token,
+                http=options["http"],
+                session=options["session"],
+                wait=options["wait"],
+                wait_unattended=options["wait_unattended"],
+                spool=spool,
             )
             config.update(mcp_config(url=url, token=token))
             self.stderr.write(

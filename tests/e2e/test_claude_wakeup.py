@@ -1,0 +1,81 @@
+"""The wake-up hook under the full default `claude_config`, with the real Claude Code CLI.
+
+An interactive session sitting idle is woken when mail arrives; an unattended `claude -p`
+run never waits for its waiter (the CLI would not exit before the waiter ends: 600 s by
+default), unless it was configured as a headless worker (--wait-unattended, see
+test_claude_comments.py).
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.claude_cli import start_interactive
+from tests.e2e.model_server import text
+from tests.e2e.relaybay_cli import manage, query, write_settings
+from tests.e2e.test_claude_comments import wait_until, waiter_registered
+from tests.live_server import live_relaybay  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+def named(live_relaybay, request):
+    name = f"wake-{request.node.name[-40:]}"
+    status, _ = live_relaybay.post("/desktop", {"desktop_id": f"desk-{name}", "title": name})
+    assert status == 200
+    return name
+
+
+@pytest.fixture
+def default_settings(live_relaybay, named, tmp_path):
+    """The config exactly as `claude_config --session NAME` prints it: wake-up included, wait 600 s."""
+    return write_settings(live_relaybay, tmp_path / "settings.json", "--session", named)
+
+
+def hook_processes(session_id):
+    """Processes still running the hook client for this Claude session."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"relaybay-hook" in cmdline and f"CLAUDE_CODE_SESSION_ID={session_id}".encode() in environ:
+            found.append(cmdline.replace(b"\0", b" ").decode())
+    return found
+
+
+def test_a_p_turn_under_the_default_config_leaves_no_waiting_waiter(live_relaybay, model, claude, default_settings, named):
+    model.add_steps(text("one turn, done"))
+
+    # `claude` runs the CLI to its exit (with a 120 s bound, far below the 600 s wait).
+    result = claude("do one thing", settings_file=default_settings)
+
+    assert result["result"] == "one turn, done"
+    session_id = result["session_id"]
+    # The Stop hooks ran: the server recorded the Stop and the session's end ...
+    names = [row[0] for row in query(live_relaybay, "select name from sessions_app_event where hook_session=? order by id", session_id)]
+    assert "hook.Stop" in names and "hook.SessionEnd" in names
+    # ... but no waiter ever asked the server to wait for this session, and none is left.
+    log = (live_relaybay.process.relaybay_data / "daphne.log").read_text()
+    assert f"/api/hooks/wait?session_id={session_id}" not in log
+    assert "POST /api/hooks" in log
+    [(waiter,)] = query(live_relaybay, "select waiter from sessions_app_hooklink where hook_session=?", session_id)
+    assert waiter == ""
+    assert hook_processes(session_id) == []
+
+
+def test_an_interactive_session_under_the_default_config_is_woken_by_a_comment(live_relaybay, model, project, home, default_settings, named):
+    model.add_steps(text("interactive, going idle"), text("woken in tmux"))
+
+    with start_interactive(model_url=model.url, cwd=project, home=home, settings_file=default_settings) as session:
+        session.send("start")
+        session.wait_for_screen("interactive, going idle")
+        wait_until(lambda: waiter_registered(live_relaybay, named))
+        # No keystroke: the comment alone starts the next turn.
+        manage(live_relaybay, "comment", named, "owner says tmux-wake-5150")
+        session.wait_for_screen("woken in tmux", timeout=30)
+
+        assert "owner says tmux-wake-5150" in model.request_texts()[1]
+        assert session.exit()
