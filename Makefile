@@ -45,8 +45,9 @@ system-tools:
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput -v 0
 
+# setup_owner records the address (data/address): every command reaches this port without RELAYBAY_URL.
 run: migrate
-	@$(PY) manage.py setup_owner
+	@RELAYBAY_HOST=$(HOST) RELAYBAY_PORT=$(PORT) $(PY) manage.py setup_owner
 	RELAYBAY_HOST=$(HOST) RELAYBAY_PORT=$(PORT) $(VENV)/bin/daphne -b $(HOST) -p $(PORT) relaybay.asgi:application
 
 # `make test` runs the whole suite twice: on the embedded default, then on the scale-out

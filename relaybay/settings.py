@@ -42,7 +42,19 @@ SECRET_KEY = _secret_from_file("secret-key", "DJANGO_SECRET_KEY")
 RELAYBAY_TOKEN = _secret_from_file("token", "RELAYBAY_TOKEN")
 RELAYBAY_HOST = os.environ.get("RELAYBAY_HOST", "127.0.0.1")
 RELAYBAY_PORT = envint("RELAYBAY_PORT", 8000)
-RELAYBAY_URL = os.environ.get("RELAYBAY_URL", f"http://{RELAYBAY_HOST}:{RELAYBAY_PORT}")
+# Where `make run` serves, recorded in the data folder (manage.py setup_owner) so every command
+# reaches that port without RELAYBAY_URL.
+RELAYBAY_ADDRESS_FILE = DATA_DIR / "address"
+
+
+def _recorded_address():
+    try:
+        return RELAYBAY_ADDRESS_FILE.read_text().strip()
+    except OSError:
+        return ""
+
+
+RELAYBAY_URL = os.environ.get("RELAYBAY_URL") or _recorded_address() or f"http://{RELAYBAY_HOST}:{RELAYBAY_PORT}"
 
 # Hook payload cap: a larger body is refused with 413; big tool responses below it are
 # truncated in storage instead.

@@ -132,6 +132,21 @@ def mcp_add_line(*, url, token):
     )  # fmt: skip
 
 
+def write_private(path, config):
+    """Write the config (it holds the token) readable by its owner only."""
+    path = Path(path).expanduser().resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file that existed keeps its mode otherwise
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(config, indent=2) + "\n")
+    return path
+
+
+def connect_line(path):
+    return shlex.join(["claude", "--settings", str(path), "--mcp-config", str(path)])
+
+
 def positive_seconds(value):
     try:
         seconds = int(value)
@@ -192,6 +207,13 @@ class Command(BaseCommand):
             metavar="PATH",
             help="Where the hook client keeps events while relaybay is down (default ~/.relaybay/spool.jsonl).",
         )
+        parser.add_argument(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the configuration to FILE, readable by you only (e.g. data/my-agent.json: git ignores data/), "
+            "instead of printing it, and print the `claude` command that uses it.",
+        )
 
     def handle(self, *args, **options):
         url = (options["url"] or settings.RELAYBAY_URL).rstrip("/")
@@ -216,8 +238,13 @@ class Command(BaseCommand):
                 spool=spool,
             )
             config.update(mcp_config(url=url, token=token))
+        if options["output"]:
+            path = write_private(options["output"], config)
+            self.stdout.write(f"Wrote {path} (it holds the token; readable by you only). Start Claude Code with it:\n  {connect_line(path)}")
+            return
+        if not options["mcp"]:
             self.stderr.write(
-                "Save this as a file and start Claude Code with it for both hooks and MCP:\n"
-                "  claude --settings FILE --mcp-config FILE"
+                "Save this as a private file and start Claude Code with it for both hooks and MCP:\n"
+                "  claude --settings FILE --mcp-config FILE   (or write it with --output FILE)"
             )
         self.stdout.write(json.dumps(config, indent=2))

@@ -4,9 +4,26 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from sessions_app.management.commands.claude_config import connect_line, hook_settings, mcp_config, write_private
+
+
+def client_address(host, port):
+    """The address commands and hooks use to reach a server bound to `host`:`port`."""
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
 
 class Command(BaseCommand):
-    help = "Make sure an owner account exists and say how to log in and connect Claude Code."
+    help = (
+        "Run by `make run` before it serves: make sure an owner account exists, record the address relaybay "
+        "serves at (data/address, used by every command when RELAYBAY_URL is not set), write a Claude Code "
+        "config for it (data/claude.json, readable by its owner only), and say how to log in and connect."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--username", default="owner")
@@ -15,27 +32,38 @@ class Command(BaseCommand):
         User = get_user_model()
         username = options["username"]
         password_file = settings.DATA_DIR / "owner-password"
+        created = None
         if not User.objects.filter(is_staff=True).exists():
-            password = secrets.token_urlsafe(12)
-            User.objects.create_superuser(username=username, password=password, email="")
-            password_file.write_text(password + "\n")
+            created = secrets.token_urlsafe(12)
+            User.objects.create_superuser(username=username, password=created, email="")
+            password_file.write_text(created + "\n")
             password_file.chmod(0o600)
-        board = f"http://{settings.RELAYBAY_HOST}:{settings.RELAYBAY_PORT}/"
         owner = User.objects.filter(is_staff=True).order_by("id").first()
-        if password_file.exists():
-            login = f"user {owner.username!r}, password {password_file.read_text().strip()!r} (kept in {password_file})"
+        reset = f"python manage.py changepassword {owner.username}"
+        if created:
+            login = f"user {owner.username!r}, password {created!r} (shown once; kept in {password_file})"
+        elif password_file.exists():
+            login = f"user {owner.username!r}; the password is kept in {password_file} (change it: {reset})"
         else:
-            login = f"user {owner.username!r} with the password you set (change it: python manage.py changepassword {owner.username})"
+            login = f"user {owner.username!r} with the password you set (change it: {reset})"
+
+        address = client_address(settings.RELAYBAY_HOST, settings.RELAYBAY_PORT)
+        settings.RELAYBAY_ADDRESS_FILE.write_text(address + "\n")
+        token = settings.RELAYBAY_TOKEN
+        config = hook_settings(url=address, token=token)
+        config.update(mcp_config(url=address, token=token))
+        claude_file = write_private(settings.DATA_DIR / "claude.json", config)
         self.stdout.write(
             "\n".join(
                 [
                     "",
-                    f"relaybay board: {board}",
+                    f"relaybay board: {address}/   (address recorded in {settings.RELAYBAY_ADDRESS_FILE} for the commands)",
                     f"Log in as {login}.",
                     f"API token: kept in {settings.DATA_DIR / 'token'} (or set RELAYBAY_TOKEN).",
-                    "Connect Claude Code (one session named my-agent; see README):",
-                    f"  .venv/bin/python manage.py claude_config --url {settings.RELAYBAY_URL} --session my-agent > relaybay.json",
-                    "  claude --settings relaybay.json --mcp-config relaybay.json",
+                    f"Connect Claude Code (the config holds the token: {claude_file}, readable by you only, git-ignored):",
+                    f"  {connect_line(claude_file)}",
+                    "A session with a name of its own (see README):",
+                    f"  .venv/bin/python manage.py claude_config --session my-agent --output {settings.DATA_DIR / 'my-agent.json'}",
                     "",
                 ]
             )
