@@ -130,21 +130,19 @@ if DATABASE_URL:
             "reconnect_timeout": pool_timeout,
         }
 else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "relaybay.sqlite3",
-            "OPTIONS": {
-                # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at
-                # BEGIN so two writers queue on the busy timeout instead of failing with
-                # "database is locked" when a read transaction tries to upgrade.
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-        }
-    }
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "relaybay.sqlite3"}}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The same safeguards however SQLite is chosen (the default, or DATABASE_URL=sqlite:///…):
+    # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN so two
+    # writers queue on the busy timeout instead of failing with "database is locked" when a
+    # read transaction tries to upgrade.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
     # A file (not :memory:) so threads in tests share it as servers do; one per test run.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = Path(tempfile.gettempdir()) / f"relaybay-test-{os.getpid()}.sqlite3"
 else:
