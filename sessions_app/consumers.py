@@ -1,10 +1,13 @@
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+import json
+
+from channels.generic.websocket import AsyncWebsocketConsumer
 
 from relaybay.events import BOARD_GROUP
 
 
-class BoardConsumer(AsyncJsonWebsocketConsumer):
-    """Forwards refresh pings to the owner's open pages. Authorises, joins, forwards; no writes."""
+class BoardConsumer(AsyncWebsocketConsumer):
+    """Forwards refresh pings to the owner's open pages. Authorises, joins, forwards; no writes.
+    It only speaks: a frame a page sends is ignored (the base class's `receive`), never parsed."""
 
     async def connect(self):
         user = self.scope.get("user")
@@ -18,4 +21,4 @@ class BoardConsumer(AsyncJsonWebsocketConsumer):
         await self.channel_layer.group_discard(BOARD_GROUP, self.channel_name)
 
     async def board_ping(self, event):
-        await self.send_json({"topics": event["topics"]})
+        await self.send(text_data=json.dumps({"topics": event["topics"]}))

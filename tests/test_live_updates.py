@@ -137,3 +137,15 @@ async def test_a_closed_page_leaves_the_group():
     assert len(await board_members(layer) - before) == 1
     await socket.disconnect()
     assert await board_members(layer) == before
+
+
+@pytest.mark.parametrize("frame", [{"text_data": "not json {"}, {"text_data": '{"topics": 1}'}, {"bytes_data": b"\xff\x00"}])
+async def test_a_frame_from_the_owners_page_is_ignored_and_the_socket_stays_open(frame):
+    # The board only listens; whatever a page sends must not close it (1011) or reach anything.
+    alpha = await sync_to_async(named_session)("alpha")
+    socket = await owner_socket()
+    await socket.send_to(**frame)
+    assert await socket.receive_nothing(timeout=0.2)
+    await sync_to_async(actions.do_write_comment)(session=alpha, body="hello")
+    assert await socket.receive_json_from(timeout=2) == {"topics": ["comments", "sessions"]}
+    await socket.disconnect()
