@@ -8,7 +8,7 @@ from relaybay.dbthreads import on_db_thread
 from sessions_app import lib as session_lib
 from sessions_app.actions import get_task, resolve_one
 from sessions_app.models import HookLink, Session
-from sessions_app.schemas import Error
+from sessions_app.schemas import ERRORS, Error
 
 from . import actions, lib
 from .schemas import AckIn, AckOut, LinkIn, LinkOut, MessagesListQuery, SendIn, SendOut, SessionsListQuery
@@ -16,7 +16,7 @@ from .schemas import AckIn, AckOut, LinkIn, LinkOut, MessagesListQuery, SendIn, 
 # The MCP server's calls: async routes whose database work runs on relaybay's database
 # threads under daphne (relaybay/dbthreads.py), like the hooks'.
 router = Router(tags=["messages"], auth=AsyncTokenAuth())
-ERRORS = {400: Error, 401: Error, 403: Error, 404: Error, 409: Error, 429: Error}
+ERRORS = {**ERRORS, 403: Error, 404: Error, 409: Error, 429: Error}
 
 
 @router.post("/message_send", response={200: SendOut, **ERRORS}, summary="Send a message to another session")

@@ -5,13 +5,14 @@ import logging
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
+from django.http import JsonResponse
 from redis.exceptions import RedisError
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from . import inputs
-from .auth import TOKEN_REFUSED, TokenAuth
+from .auth import TOKEN_REFUSED, TokenAuth, owner_or_token_required
 from .errors import RelaybayError
 
 
@@ -29,6 +30,7 @@ api = NinjaAPI(
     auth=TokenAuth(),
     urls_namespace="api",
     parser=StrictParser(),
+    docs_decorator=owner_or_token_required,
 )
 
 
@@ -94,6 +96,10 @@ def invalid_detail(errors):
     """The sentence for input that failed its schema: the API's 422 and the MCP tool error."""
     problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', [])) or 'body'}: {e.get('msg', 'invalid')}" for e in errors)
     return f"Invalid request: {problems}."
+
+
+def no_such_route(request, *args, **kwargs):
+    return JsonResponse({"detail": f"There is no API route {request.path}; /api/docs lists them."}, status=404)
 
 
 api.add_router("/", "sessions_app.api.router")

@@ -41,11 +41,14 @@ from relaybay.mcp.http import mcp_asgi_app  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
 dbthreads.use_db_threads()
+# The API's description and docs page open with the token or the owner's board login, which
+# only the board's middleware (sessions, auth) reads.
+API_PAGES_FOR_THE_OWNER = {"/api/docs", "/api/openapi.json"}
 
 
 async def http(scope, receive, send):
     path = scope["path"]
-    if path.startswith("/api/"):
+    if path.startswith("/api/") and path not in API_PAGES_FOR_THE_OWNER:
         app = api_asgi_app
     elif path == "/mcp":
         app = mcp_asgi_app

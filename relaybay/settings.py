@@ -77,6 +77,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    # django-ninja's templates and static files: /api/docs loads Swagger UI from relaybay,
+    # never from a CDN.
+    "ninja",
     "channels",
     "sessions_app",
     "messaging",

@@ -15,9 +15,10 @@ from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 from . import actions, lib
 from .hooks import delivery
 from .hooks.ingest import ingest_hook
-from .schemas import DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, RelayIn, WaitOut
+from .schemas import ERRORS, DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, HookIn, RelayIn, WaitOut
 
 router = Router(tags=["hooks and sessions"])
+HOOK_BODY = HookIn.model_json_schema()
 
 
 def _spooled_at(request):
@@ -32,8 +33,9 @@ def _spooled_at(request):
 
 @router.post(
     "/hooks",
-    response={200: dict, 400: Error, 401: Error, 413: Error},
+    response={200: dict, **ERRORS},
     auth=AsyncTokenAuth(),
+    openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": HOOK_BODY}}}},
     summary="Post one Claude Code hook event",
     description="Takes the hook payload exactly as Claude Code sends it and returns the hook answer JSON. "
     "Header `X-Relaybay-Replay: 1` marks an event replayed from the hook client's spool: recorded, answered `{}`. "
@@ -50,7 +52,7 @@ def post_hook(request):
 
 @router.get(
     "/hooks/wait",
-    response={200: WaitOut, 401: Error},
+    response={200: WaitOut, **ERRORS},
     auth=AsyncTokenAuth(),
     summary="Wake-up long poll for an idle session",
     description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
@@ -107,7 +109,7 @@ async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 5
 
 @router.post(
     "/relay",
-    response={204: None, 400: Error, 401: Error},
+    response={204: None, **ERRORS},
     auth=AsyncTokenAuth(),
     summary="Pass a refresh ping or wake from another process to this one's channel layer",
     description="Used by management commands when relaybay runs on the in-memory channel layer.",
@@ -119,7 +121,7 @@ async def relay(request, data: RelayIn):
     return Status(204, None)
 
 
-@router.post("/desktop", response={200: DesktopOut, 400: Error, 401: Error}, summary="Register or update a desktop session")
+@router.post("/desktop", response={200: DesktopOut, **ERRORS}, summary="Register or update a desktop session")
 def register_desktop(request, data: DesktopIn):
     result = actions.do_register_desktop(**data.dict())
     return {"created": result.created, "session": lib.session_summary(result.session)}
@@ -127,7 +129,7 @@ def register_desktop(request, data: DesktopIn):
 
 @router.post(
     "/desktop/edge",
-    response={200: DesktopEdgeOut, 400: Error, 401: Error, 404: Error, 409: Error},
+    response={200: DesktopEdgeOut, **ERRORS, 404: Error, 409: Error},
     summary="Record a desktop-side message edge (never its text)",
 )
 def record_desktop_edge(request, data: DesktopEdgeIn):
