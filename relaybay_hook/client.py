@@ -20,6 +20,36 @@ def with_session_name(payload, name):
     return json.dumps(obj, ensure_ascii=False).encode('utf-8')
 
 
+def native_names(socket):
+    """What Claude Code says of this process for its native messaging (relaybay resolves those
+    names, SPEC §4.9): a JSON object of its messaging socket (whose file name is the claude
+    process id) and its session file `<config dir>/sessions/<pid>.json` (native name, status,
+    tmux pane), spliced in as it is, since the hot path parses no JSON. None when the socket
+    is not one Claude Code makes."""
+    pid = socket.rpartition('/')[2]
+    if not (pid.endswith('.sock') and pid[:-5].isdigit()) or '"' in socket or '\\' in socket:
+        return None
+    if any(ord(ch) < 32 for ch in socket):
+        return None
+    base = env.getenv('CLAUDE_CONFIG_DIR') or (env.getenv('HOME') or '') + '/.claude'
+    try:
+        with open('%s/sessions/%s.json' % (base, pid[:-5]), 'rb') as f:
+            data = f.read(65536).strip()
+    except OSError:
+        data = b''
+    if not (data[:1] == b'{' and data[-1:] == b'}'):
+        data = b'null'  # missing, or being rewritten: the next hook reads it again
+    return b'{"socket":"' + socket.encode('utf-8', 'surrogateescape') + b'","session":' + data + b'}'
+
+
+def with_native_names(payload, native):
+    """Add relaybay_native to a payload object; anything else passes unchanged."""
+    body = payload.rstrip()
+    if body[:1] != b'{' or body[-1:] != b'}' or body[:-1].rstrip()[-1:] == b'{':
+        return payload
+    return body[:-1] + b',"relaybay_native":' + native + b'}'
+
+
 def _spool_pending(path):
     try:
         return env.stat(path).st_size > 0
@@ -34,6 +64,10 @@ def event_mode():
     name = env.session_name()
     if name and b'SessionStart' in payload:
         payload = with_session_name(payload, name)
+    socket = env.getenv('CLAUDE_CODE_MESSAGING_SOCKET')
+    native = native_names(socket) if socket else None
+    if native:
+        payload = with_native_names(payload, native)
     timeout = max(env.float_env('RELAYBAY_TIMEOUT', 10), 0.1)
     spool_path = env.spool_path()
     try:

@@ -503,8 +503,8 @@ def test_empty_stdin_does_nothing(stub, spool):
 
 def test_hot_path_imports_stay_light(stub, spool):
     s = stub()
-    r = subprocess.run([PYTHON, '-S', '-X', 'importtime', str(HOOK)], input=event(1),
-                       env=hook_env(s.url, spool, CLAUDE_CODE_MESSAGING_TOKEN='secret'), capture_output=True, timeout=30)
+    r = subprocess.run([PYTHON, '-S', '-X', 'importtime', str(HOOK)], input=event(1), capture_output=True, timeout=30,
+                       env=hook_env(s.url, spool, CLAUDE_CODE_MESSAGING_TOKEN='secret', CLAUDE_CODE_MESSAGING_SOCKET='/tmp/cc-socks/1.sock'))
     assert r.stdout == b'{}'
     imported = {line.split('|')[-1].strip() for line in r.stderr.decode().splitlines()
                 if line.startswith('import time:')}
@@ -537,6 +537,44 @@ def test_without_a_messaging_token_no_proof_is_sent(stub, spool):
     [req] = s.requests
     assert 'x-relaybay-process' not in req['headers']
     assert json.loads(helper.stdout) == {}
+
+
+def test_native_names_go_with_each_hook_as_claude_code_wrote_them(stub, spool, tmp_path):
+    # Claude Code gives hooks its messaging socket, named by the claude pid, and keeps the
+    # session's native name, status and tmux pane in <config dir>/sessions/<pid>.json.
+    s = stub()
+    sessions = tmp_path / 'claude' / 'sessions'
+    sessions.mkdir(parents=True)
+    claude = {'pid': 4242, 'name': 'bravo', 'status': 'busy', 'tmux': '%3', 'messagingSocketPath': '/tmp/cc-socks/4242.sock'}
+    (sessions / '4242.json').write_text(json.dumps(claude))
+    native_env = {'CLAUDE_CODE_MESSAGING_SOCKET': '/tmp/cc-socks/4242.sock', 'CLAUDE_CONFIG_DIR': str(tmp_path / 'claude')}
+    for n, name in enumerate(['SessionStart', 'PreToolUse']):
+        r = run_hook(s.url, spool, event(n, name, prompt='{"quoted": "}"}'), RELAYBAY_SESSION='b', **native_env)
+        assert r.returncode == 0 and r.stdout == b'{}'
+        sent = json.loads(s.requests[n]['body'])
+        assert sent['relaybay_native'] == {'socket': '/tmp/cc-socks/4242.sock', 'session': claude}
+        assert sent['prompt'] == '{"quoted": "}"}'
+    # A rename rewrites the file: the next hook carries the new name.
+    (sessions / '4242.json').write_text(json.dumps({**claude, 'name': 'bravo-2'}))
+    run_hook(s.url, spool, event(2), **native_env)
+    assert json.loads(s.requests[2]['body'])['relaybay_native']['session']['name'] == 'bravo-2'
+
+
+@pytest.mark.parametrize('contents', [None, '', '{"name": "half-writ'])
+def test_a_missing_or_half_written_session_file_sends_the_socket_alone(stub, spool, tmp_path, contents):
+    s = stub()
+    (tmp_path / 'sessions').mkdir()
+    if contents is not None:
+        (tmp_path / 'sessions' / '77.json').write_text(contents)
+    run_hook(s.url, spool, event(1), CLAUDE_CODE_MESSAGING_SOCKET='/tmp/cc-socks/77.sock', CLAUDE_CONFIG_DIR=str(tmp_path))
+    assert json.loads(s.requests[0]['body'])['relaybay_native'] == {'socket': '/tmp/cc-socks/77.sock', 'session': None}
+
+
+@pytest.mark.parametrize('socket', ['/tmp/cc-socks/x.sock', '/tmp/"evil"/1.sock', '/tmp/cc-socks/1.txt'])
+def test_a_socket_claude_code_would_not_make_is_not_sent(stub, spool, socket):
+    s = stub()
+    run_hook(s.url, spool, event(1), CLAUDE_CODE_MESSAGING_SOCKET=socket)
+    assert s.requests[0]['body'] == event(1)
 
 
 # --------------------------------------------------------------------------- wait mode

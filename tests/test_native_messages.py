@@ -24,7 +24,7 @@ def native(hook):
     class Sessions:
         def event(self, who, event, **fields):
             hook_id, name, socket = {"alpha": ("h-a", "alpha", SOCKET_A), "bravo": ("h-b", "bravo", SOCKET_B)}[who]
-            fields.setdefault("relaybay_native", {"name": name, "socket": socket, "status": "busy"})
+            fields.setdefault("relaybay_native", {"socket": socket, "session": {"name": name, "status": "busy"}})
             return hook(event, hook_id, **fields)
 
         def row(self, who):
@@ -169,7 +169,7 @@ def test_native_names_and_sockets_resolve_to_their_rows(native):
 
 
 def test_a_rename_is_followed(native):
-    native.event("alpha", "PreToolUse", tool_name="Bash", tool_input={}, relaybay_native={"name": "alpha-2", "socket": SOCKET_A})
+    native.event("alpha", "PreToolUse", tool_name="Bash", tool_input={}, relaybay_native={"socket": SOCKET_A, "session": {"name": "alpha-2"}})
     alpha = native.row("alpha")
     assert find_sessions("alpha-2") == [alpha]
     assert find_sessions("alpha") == []
@@ -191,7 +191,7 @@ def test_names_of_an_ended_session_no_longer_resolve(native):
 
 
 def test_a_native_name_with_a_line_break_is_ignored(native):
-    native.event("alpha", "PreToolUse", tool_name="Bash", tool_input={}, relaybay_native={"name": "evil\nname", "socket": SOCKET_A})
+    native.event("alpha", "PreToolUse", tool_name="Bash", tool_input={}, relaybay_native={"socket": SOCKET_A, "session": {"name": "evil\nname"}})
     assert HookLink.objects.get(hook_session="h-a").native_name == "alpha"
 
 

@@ -122,7 +122,8 @@ def _native_names(link, payload):
     if not isinstance(reported, dict):
         return {}
     updates = {}
-    name, socket = reported.get("name"), reported.get("socket")
+    claude = reported.get("session") if isinstance(reported.get("session"), dict) else {}
+    name, socket = claude.get("name"), reported.get("socket")
     if isinstance(name, str) and name.strip() and name.strip() != link.native_name:
         try:
             name = lib.check_name(name, what="native name")
