@@ -8,14 +8,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from relaybay.errors import InvalidInput, NotFound, RateLimited, Refused, SenderRefused
-from relaybay.events import ping, record_event, wake_waiters
+from relaybay.events import ping
 from relaybay.inputs import clean_text, parse_id
 from sessions_app import lib as session_lib
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
-from sessions_app.hooks.delivery import BUDGET, Delivery
+from sessions_app.events import record_event, wake_session
+from sessions_app.hooks.delivery import BUDGET, answer_size
 from sessions_app.models import HookLink, Session
 
 from . import lib
+from .delivery import MESSAGES
 from .models import SessionMessage
 
 SENDS_PER_MINUTE = 10
@@ -101,11 +103,9 @@ def _check_body(body):
 
 
 def _check_fits(message):
-    # The frame is measured with a long id so the real one can only be shorter.
-    # Alone in an answer, header included, as the Stop reason or the wake-up would carry it.
-    pk, message.pk = message.pk, 10**12
-    size = len(Delivery(messages=[message], blocks=[lib.message_block(message)]).text())
-    message.pk = pk
+    """A saved message, alone in a hook answer, header included, as the Stop reason or the
+    wake-up would carry it, must fit one answer. Raising rolls back its save."""
+    size = answer_size(MESSAGES, message)
     if size > BUDGET:
         raise InvalidInput(
             f"This body would take {size} characters once quoted and framed, over the {BUDGET} one hook answer "
@@ -235,8 +235,8 @@ def _send_message(*, body, to, task, parent, session, session_title, hook_sessio
             depth=parent.depth + 1 if parent else 0,
             not_delivered_reason=status,
         )
-        _check_fits(message)
         message.save()
+        _check_fits(message)
         edge = {"message": message.pk, "from": sender.row.handle, "from_name": sender.name, "to": recipient.handle, "to_name": recipient_name}
         record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
         record_event("message.sent", session=sender.row, data={**edge, "verified": sender.verified, "depth": message.depth})
@@ -244,8 +244,7 @@ def _send_message(*, body, to, task, parent, session, session_title, hook_sessio
             proven, verified = _ack_proof(sender.row, hook_session)
             if proven:
                 _mark_read([parent], reader=sender.row, verified=verified)
-        waiting = recipient.links.filter(exact=True, state=HookLink.State.IDLE).exclude(waiter="")
-        wake_waiters(waiting.values_list("hook_session", flat=True))
+        wake_session(recipient)
         ping("messages", "sessions", "map", "events")
     return SendResult(message, status)
 

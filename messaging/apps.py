@@ -6,11 +6,14 @@ class MessagingConfig(AppConfig):
     verbose_name = "Messages between sessions"
 
     def ready(self):
-        # Hook ingestion lives in sessions_app, which never imports messaging: it reaches the
-        # native message rows through this recorder.
-        from sessions_app.hooks import native
+        # Hook ingestion lives in sessions_app, which never imports messaging: it reaches
+        # messages through what messaging registers here, the recorder of native traffic and
+        # messages as a kind of delivery.
+        from sessions_app.hooks import delivery, native
 
+        from .delivery import MESSAGES
         from .native import do_record_native_traffic
 
         if do_record_native_traffic not in native.recorders:
             native.recorders.append(do_record_native_traffic)
+        delivery.register(MESSAGES)

@@ -36,9 +36,9 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from board.routing import websocket_urlpatterns  # noqa: E402
 from relaybay import dbthreads  # noqa: E402
 from relaybay.mcp.http import mcp_asgi_app  # noqa: E402
-from sessions_app.routing import websocket_urlpatterns  # noqa: E402
 
 dbthreads.use_db_threads()
 # The API's description and docs page open with the token or the owner's board login, which

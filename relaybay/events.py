@@ -1,8 +1,9 @@
-"""Events and refresh pings.
+"""Refresh pings and wake-ups, through the channel layer.
 
-`record_event` writes the feed row. `ping` tells open boards what changed, and `wake_waiters`
-tells a session's waiting wake-up hook that something arrived; both go through the channel
-layer after the transaction commits, so nobody refetches a row that is not there yet.
+`ping` tells open boards what changed, and `wake_waiters` tells a session's waiting wake-up
+hook that something arrived; both go through the channel layer after the transaction commits,
+so nobody refetches a row that is not there yet. (The feed rows are sessions_app's:
+sessions_app/events.py.)
 """
 
 import asyncio
@@ -20,20 +21,6 @@ from django.conf import settings
 from django.db import transaction
 
 BOARD_GROUP = "board"
-
-
-def record_event(name, *, session=None, session_id=None, hook_session="", data=None, replay=False, happened_at=None):
-    """Write one feed row. `session_id` serves callers that hold only the row's key."""
-    from sessions_app.models import Event
-
-    return Event.objects.create(
-        name=name,
-        session_id=session.pk if session is not None else session_id,
-        hook_session=hook_session,
-        data=data or {},
-        replay=replay,
-        happened_at=happened_at,
-    )
 
 
 def wait_group(hook_session):

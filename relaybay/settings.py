@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "channels",
     "sessions_app",
     "messaging",
+    "board",
 ]
 
 MIDDLEWARE = [

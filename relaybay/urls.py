@@ -9,6 +9,5 @@ urlpatterns = [
     path("api/", no_such_route),
     path("api/", api.urls),
     re_path(r"^api/", no_such_route),
-    path("", include("sessions_app.urls")),
-    path("", include("messaging.urls")),
+    path("", include("board.urls")),
 ]

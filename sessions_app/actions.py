@@ -7,10 +7,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from relaybay.errors import Ambiguous, InvalidInput, NotFound, Refused
-from relaybay.events import ping, record_event, wake_waiters
+from relaybay.events import ping
 from relaybay.inputs import clean_text, is_identifier_text, parse_id
 
 from . import lib
+from .events import record_event, wake_session
 from .models import Comment, HookLink, Session, Task, fold_name
 
 COMMENT_MAX = 4000
@@ -138,13 +139,13 @@ def link_hook_session(row, hook_session):
 
 
 def _hand_over(old, new):
-    """A guessed hook row merged into the row that claimed its link hands everything over."""
-    from messaging.models import SessionMessage
-
-    Comment.objects.filter(session=old).update(session=new)
-    SessionMessage.objects.filter(recipient=old).update(recipient=new)
-    SessionMessage.objects.filter(sender=old).update(sender=new)
-    old.events.update(session=new)
+    """A guessed hook row merged into the row that claimed its link hands everything over:
+    whatever points at the old row (its comments, events, links, and the messages of
+    messaging or any app that refers to sessions) points at the new one."""
+    for relation in Session._meta.related_objects:
+        if relation.one_to_many:
+            field = relation.field.name
+            relation.related_model._base_manager.filter(**{field: old}).update(**{field: new})
     if old.task_id and not new.task_id:
         new.task_id = old.task_id
         new.save(update_fields=["task"])
@@ -166,8 +167,7 @@ def do_write_comment(*, session, body, author=None):
     with transaction.atomic():
         comment = Comment.objects.create(session=session, session_name=session.name, body=body, author=author)
         record_event("comment.written", session=session, data={"comment": comment.pk, "session": session.handle})
-        waiting = session.links.filter(exact=True, state=HookLink.State.IDLE).exclude(waiter="")
-        wake_waiters(waiting.values_list("hook_session", flat=True))
+        wake_session(session)
         ping("sessions", "comments")
     return CommentResult(comment)
 

@@ -4,7 +4,6 @@ from datetime import datetime
 
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.http import JsonResponse
 from ninja import Router, Status
 
 from relaybay import dbthreads, inputs

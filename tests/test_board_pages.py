@@ -12,7 +12,7 @@ from django.utils import timezone
 from messaging.actions import do_mark_inbox_seen
 from messaging.models import SessionMessage
 from sessions_app import actions
-from sessions_app import map as session_map
+from board import map as session_map
 from sessions_app.hooks.ingest import ingest_hook
 from sessions_app.models import Event, Session, Task
 from tests.board_fixtures import board, htmx_get, named_session, owner, send  # noqa: F401

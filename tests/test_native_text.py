@@ -5,7 +5,7 @@ import pytest
 
 from sessions_app.hooks.native import NOT_STORED
 from sessions_app.models import Event
-from sessions_app.search import search
+from board.search import search
 
 from .native_payloads import APPROVAL, MSG_ID, SOCKET_A, SUMMARY, assert_no_native_text, notice, send_post, send_pre, wrapped
 

@@ -7,7 +7,7 @@ from messaging.models import SessionMessage
 from sessions_app import actions
 from sessions_app.hooks.ingest import ingest_hook
 from sessions_app.models import Comment, Event, Session, Task
-from sessions_app.search import search
+from board.search import search
 from tests.board_fixtures import board, named_session, owner, send  # noqa: F401
 
 pytestmark = pytest.mark.django_db

@@ -1,23 +1,26 @@
 """Claiming what is pending for a session and turning it into one hook answer (SPEC §2.2-§2.5).
 
+What a hook can carry comes in kinds: the owner's comments (registered here, by
+sessions_app) and messages between sessions (registered by messaging). Each kind is a
+`Deliverable` registered in its app's `AppConfig.ready`, so this module composes answers
+without importing the apps whose things it carries, and messaging depends on sessions_app,
+never the other way round.
+
 Claims are compare-and-set updates (`filter(pk=…, delivered_at=None).update(…)`), so when
 several hooks of one session run at once each item goes to exactly one of them, on SQLite
 and PostgreSQL alike, whichever process serves the hook.
 """
 
 import functools
-import json
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
-from messaging.lib import message_block
-from messaging.models import SessionMessage
-from relaybay.events import ping, record_event
+from relaybay.events import ping
 
+from ..events import record_event
 from ..models import Comment, HookLink
 
 BUDGET = 8000
@@ -25,130 +28,159 @@ STOP_BLOCKS_PER_TURN = 3
 SCAN = 50
 
 
+class Deliverable:
+    """One kind of thing a hook carries to a session. A subclass names its model, the field
+    naming the session it goes to, and what of it is pending; and says how one item is
+    written in an answer, how it is claimed, and who it comes from."""
+
+    name = ""
+    order = 0
+    model = None
+    session_field = ""
+    pending = Q()
+
+    def waiting(self, session_id):
+        """The items pending for the session: the one definition of "pending" for this kind."""
+        return self.model.objects.filter(self.pending, **{self.session_field + "_id": session_id})
+
+    def block(self, item):
+        raise NotImplementedError
+
+    def claim(self, item, *, now, by):
+        """Mark `item` delivered unless another hook did first; whether this one did."""
+        raise NotImplementedError
+
+    def source(self, items):
+        """Who the items come from, as the answer's header says it."""
+        raise NotImplementedError
+
+    def delivered_event(self, item, carrier):
+        """The name and data of the feed row of one delivery."""
+        raise NotImplementedError
+
+
+_kinds = []
+
+
+def register(kind):
+    """Add a kind of deliverable (from an AppConfig.ready); answers carry kinds by `order`."""
+    if all(known.name != kind.name for known in _kinds):
+        _kinds.append(kind)
+        _kinds.sort(key=lambda known: known.order)
+
+
+def kinds():
+    return tuple(_kinds)
+
+
 def comment_block(comment):
     written = timezone.localtime(comment.created_at).strftime("%Y-%m-%d %H:%M UTC")
     return f"[relaybay] Comment C-{comment.pk} from the owner (written {written}):\n{comment.body}"
 
 
+class Comments(Deliverable):
+    name = "comment"
+    order = 10
+    model = Comment
+    session_field = "session"
+    pending = Q(delivered_at=None)
+
+    def block(self, item):
+        return comment_block(item)
+
+    def claim(self, item, *, now, by):
+        return bool(Comment.objects.filter(pk=item.pk, delivered_at=None).update(delivered_at=now, delivered_by=by))
+
+    def source(self, items):
+        return "the owner"
+
+    def delivered_event(self, item, carrier):
+        return "comment.delivered", {"comment": item.pk, "by": carrier}
+
+
 @dataclass
 class Delivery:
-    comments: list = field(default_factory=list)
-    messages: list = field(default_factory=list)
-    blocks: list = field(default_factory=list)
+    """The items of one hook answer, each (kind, item, block), in the order they are carried."""
+
+    items: list = field(default_factory=list)
 
     def __bool__(self):
-        return bool(self.blocks)
+        return bool(self.items)
+
+    def of(self, kind):
+        return [item for known, item, _ in self.items if known is kind]
 
     def source(self):
-        who = []
-        if self.comments:
-            who.append("the owner")
-        senders = list(dict.fromkeys(m.sender_name for m in self.messages))
-        if len(senders) == 1:
-            # Quoted like the frame quotes it, so a name cannot pass for header text.
-            who.append(f"session {json.dumps(senders[0], ensure_ascii=False)} (another session, not the owner)")
-        elif senders:
-            who.append(f"{len(senders)} other sessions (not the owner)")
-        return " and ".join(who)
+        return " and ".join(kind.source(self.of(kind)) for kind in kinds() if self.of(kind))
 
     def header(self):
-        count = len(self.blocks)
+        count = len(self.items)
         return f"relaybay: {count} new item{'s' if count > 1 else ''} for you, from {self.source()}. Read below."
 
     def text(self):
-        return "\n\n".join([self.header(), *self.blocks])
+        return "\n\n".join([self.header(), *(block for _, _, block in self.items)])
 
-    def fits(self, block, **item):
+    def fits(self, kind, item, block):
         """Whether one more whole item keeps the answer, header included, within BUDGET."""
-        trial = Delivery(
-            comments=self.comments + item.get("comments", []),
-            messages=self.messages + item.get("messages", []),
-            blocks=self.blocks + [block],
-        )
-        return len(trial.text()) <= BUDGET
+        return len(Delivery([*self.items, (kind, item, block)]).text()) <= BUDGET
 
 
-def _pending_comments(session):
-    return Comment.objects.filter(session_id=session, delivered_at=None)
+def answer_size(kind, item):
+    """The length of a hook answer carrying `item` alone, header included."""
+    return len(Delivery([(kind, item, kind.block(item))]).text())
 
 
-def _pending_messages(session):
-    # Native messages are Claude Code's to deliver; relaybay only records them.
-    return SessionMessage.objects.filter(recipient_id=session, delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP)
-
-
-class Pending(NamedTuple):
-    comments: bool = True
-    messages: bool = True
-
-    def __bool__(self):
-        return self.comments or self.messages
+# A session id no row has, standing for the one asked about in the compiled SQL.
+_SESSION_MARK = -(2**31) + 7
 
 
 @functools.cache
-def _pending_sql():
-    comment, message = Comment._meta, SessionMessage._meta
-    col = lambda meta, name: meta.get_field(name).column  # noqa: E731
-    return (
-        f"SELECT EXISTS(SELECT 1 FROM {comment.db_table} WHERE {col(comment, 'session')} = %s"
-        f" AND {col(comment, 'delivered_at')} IS NULL),"
-        f" EXISTS(SELECT 1 FROM {message.db_table} WHERE {col(message, 'recipient')} = %s"
-        f" AND {col(message, 'delivered_at')} IS NULL AND {col(message, 'read_at')} IS NULL"
-        f" AND {col(message, 'channel')} = '{SessionMessage.Channel.MCP}')"
-    )
+def _pending_sql(registered, vendor):
+    """One query asking each kind whether anything waits, compiled from the kinds' own
+    `waiting` querysets: the same definition as the ORM's, with the session id as a marker
+    parameter to fill in."""
+    parts, params = [], []
+    for kind in registered:
+        query = kind.waiting(_SESSION_MARK).values("pk")[:1].query
+        sql, kind_params = query.get_compiler(connection=connection).as_sql()
+        parts.append(f"EXISTS({sql})")
+        params += kind_params
+    return "SELECT " + ", ".join(parts), params
 
 
 def pending(session_id):
-    """Whether comments, and whether messages, wait for the session: whether `_pending_comments`
-    and `_pending_messages` find anything. Every hook asks, and mostly hears no; written as SQL
-    because building it with the ORM costs more than the database takes to answer it."""
+    """The kinds that have something pending for the session (empty when nothing waits).
+    Every hook asks, and mostly hears no, so it is one query, compiled once from the kinds'
+    `waiting` querysets because building it with the ORM each time costs more than the
+    database takes to answer it."""
+    registered = kinds()
+    sql, params = _pending_sql(registered, connection.vendor)
     with connection.cursor() as cursor:
-        cursor.execute(_pending_sql(), [session_id, session_id])
-        comments, messages = cursor.fetchone()
-    return Pending(bool(comments), bool(messages))
+        cursor.execute(sql, [session_id if p == _SESSION_MARK else p for p in params])
+        found = cursor.fetchone()
+    return tuple(kind for kind, waits in zip(registered, found) if waits)
 
 
-def claim_pending(link, carrier, kinds=Pending()):
-    """Claim, oldest first, every whole item that fits one answer; `kinds` says which kinds
-    are worth a look. Call inside a transaction."""
+def claim_pending(link, carrier, looking=None):
+    """Claim, oldest first, every whole item that fits one answer; `looking` says which kinds
+    are worth a look (all by default). Call inside a transaction."""
     now = timezone.now()
     by = f"{carrier} via {link.hook_session}"
     delivery = Delivery()
-    full = False
-    comments = _pending_comments(link.session_id).order_by("id")[:SCAN] if kinds.comments else []
-    for comment in comments:
-        block = comment_block(comment)
-        if not delivery.fits(block, comments=[comment]):
-            full = True
-            break
-        if Comment.objects.filter(pk=comment.pk, delivered_at=None).update(delivered_at=now, delivered_by=by):
-            delivery.comments.append(comment)
-            delivery.blocks.append(block)
-    if not full and kinds.messages:
-        for message in _pending_messages(link.session_id).order_by("id")[:SCAN]:
-            block = message_block(message)
-            if not delivery.fits(block, messages=[message]):
+    for kind in kinds() if looking is None else looking:
+        full = False
+        for item in kind.waiting(link.session_id).order_by("id")[:SCAN]:
+            block = kind.block(item)
+            if not delivery.fits(kind, item, block):
+                full = True
                 break
-            claimed = SessionMessage.objects.filter(pk=message.pk, delivered_at=None).update(
-                delivered_at=now, delivered_by=by, not_delivered_reason=""
-            )
-            if claimed:
-                delivery.messages.append(message)
-                delivery.blocks.append(block)
-    for comment in delivery.comments:
-        record_event(
-            "comment.delivered",
-            session_id=link.session_id,
-            hook_session=link.hook_session,
-            data={"comment": comment.pk, "by": carrier},
-        )
-    for message in delivery.messages:
-        record_event(
-            "message.delivered",
-            session_id=link.session_id,
-            hook_session=link.hook_session,
-            data={"message": message.pk, "from": message.sender_name, "to": message.recipient_name, "by": carrier},
-        )
+            if kind.claim(item, now=now, by=by):
+                delivery.items.append((kind, item, block))
+        if full:
+            break
+    for kind, item, _ in delivery.items:
+        name, data = kind.delivered_event(item, carrier)
+        record_event(name, session_id=link.session_id, hook_session=link.hook_session, data=data)
     if delivery:
         ping("sessions", "messages", "comments", "events")
     return delivery
@@ -158,14 +190,14 @@ def context_answer(event_name, delivery):
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": delivery.text()}}
 
 
-def stop_answer(link, kinds=Pending()):
+def stop_answer(link, looking=None):
     """A Stop block when something is pending and this turn has blocks left. Inside a transaction."""
     took = HookLink.objects.filter(pk=link.pk, stop_blocks__lt=STOP_BLOCKS_PER_TURN).update(
         stop_blocks=F("stop_blocks") + 1, state=HookLink.State.BUSY
     )
     if not took:
         return {}
-    delivery = claim_pending(link, "Stop", kinds)
+    delivery = claim_pending(link, "Stop", looking)
     if not delivery:
         HookLink.objects.filter(pk=link.pk).update(stop_blocks=F("stop_blocks") - 1, state=HookLink.State.IDLE)
         return {}

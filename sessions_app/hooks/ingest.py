@@ -10,11 +10,12 @@ from django.db.models import F
 from django.utils import timezone
 
 from relaybay.errors import Ambiguous, InvalidInput, Refused
-from relaybay.events import ping, record_event, wake_waiters
+from relaybay.events import ping, wake_waiters
 from relaybay.inputs import check_identifier, clean_json, clean_text
 
 from .. import lib
 from ..actions import link_hook_session, named_row
+from ..events import record_event
 from ..models import Event, HookLink, Session, fold_name
 from . import delivery, native
 
@@ -253,12 +254,12 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
         if not link.carries_deliveries:
             return {}
         if event_name in DELIVERING_EVENTS:
-            kinds = delivery.pending(link.session_id)
-            if not kinds:
+            waiting = delivery.pending(link.session_id)
+            if not waiting:
                 return {}
-            claimed = delivery.claim_pending(link, event_name, kinds)
+            claimed = delivery.claim_pending(link, event_name, waiting)
             return delivery.context_answer(event_name, claimed) if claimed else {}
         if event_name == "Stop":
-            kinds = delivery.pending(link.session_id)
-            return delivery.stop_answer(link, kinds) if kinds else {}
+            waiting = delivery.pending(link.session_id)
+            return delivery.stop_answer(link, waiting) if waiting else {}
     return {}

@@ -7,11 +7,13 @@ import re
 from django.db.models import Q
 from django.utils import timezone
 
+from messaging import reads
 from messaging.lib import read_mark
 from messaging.models import SessionMessage
+from sessions_app import lib as session_lib
+from sessions_app.models import Comment, Event
 
-from . import board, lib
-from .models import Comment, Event
+from . import lib
 
 # What can start Markdown or HTML inside a line; names never start a line here.
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]#|<>~&])")
@@ -19,12 +21,12 @@ _PUNCTUATION = re.compile(r"([\\`*_{}\[\]#|<>~&])")
 
 def md(text):
     """One line of plain text for Markdown: punctuation escaped, invisible characters shown."""
-    return _PUNCTUATION.sub(r"\\\1", board.visible_text(text))
+    return _PUNCTUATION.sub(r"\\\1", lib.visible_text(text))
 
 
 def fenced(text):
     """A block of text as a fenced code block, with a fence longer than any backtick run in it."""
-    text = board.visible_text(text)
+    text = lib.visible_text(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
@@ -41,7 +43,7 @@ def _table(headers, rows):
 
 
 def _session_facts(session):
-    exactness, state = lib.link_state(session)
+    exactness, state = session_lib.link_state(session)
     facts = [
         ("Kind", session.kind),
         ("Title", md(session.title) or "—"),
@@ -50,7 +52,7 @@ def _session_facts(session):
         ("Folder", md(session.folder) or "—"),
         ("Task", md(session.task.title) if session.task_id else "—"),
         ("Link", f"{exactness} {state}".strip()),
-        ("Delivery", md(lib.why_not_deliverable(session)) or "comments and messages reach it at its next hook"),
+        ("Delivery", md(session_lib.why_not_deliverable(session)) or "comments and messages reach it at its next hook"),
         ("Created", when(session.created_at)),
         ("Last seen", when(session.last_seen_at)),
     ]
@@ -98,7 +100,7 @@ def _messages(querysets):
 def _events(events):
     rows = []
     for event in events.order_by("id").iterator(chunk_size=2000):
-        marks = [f"{md(key)}={md(value)}" for key, value in board.event_marks(event)]
+        marks = [f"{md(key)}={md(value)}" for key, value in lib.event_marks(event)]
         name = event.name + (" (replay)" if event.replay else "")
         rows.append([str(event.pk), when(event.created_at), md(name), md(event.hook_session), " · ".join(marks)])
     if not rows:
@@ -112,24 +114,24 @@ def _document(title, sections):
 
 
 def session_markdown(session):
-    session = board.sessions_with_links().get(pk=session.pk)
-    name = board.display_name(session)
+    session = lib.sessions_with_links().get(pk=session.pk)
+    name = lib.display_name(session)
     return _document(
         f"Session {md(name)} ({session.handle})",
         [
             ("Session", _session_facts(session)),
             ("Comments", _comments(session.comments.order_by("id"))),
-            ("Messages (marks only)", _messages(board.involving([session]))),
+            ("Messages (marks only)", _messages(reads.involving([session]))),
             ("Events", _events(Event.objects.filter(session=session))),
         ],
     )
 
 
 def task_markdown(task):
-    sessions = list(board.sessions_with_links().filter(task=task).order_by("id"))
+    sessions = list(lib.sessions_with_links().filter(task=task).order_by("id"))
     listing = "\n".join(
-        f"- {session.handle} {md(board.display_name(session))} — {session.kind}, "
-        + " ".join(lib.link_state(session)).strip()
+        f"- {session.handle} {md(lib.display_name(session))} — {session.kind}, "
+        + " ".join(session_lib.link_state(session)).strip()
         for session in sessions
     )
     task_events = Event.objects.filter(Q(session__in=sessions) | Q(name__startswith="task.", data__task=task.pk))
@@ -138,7 +140,7 @@ def task_markdown(task):
         [
             ("Sessions", listing or "No sessions."),
             ("Comments", _comments(Comment.objects.filter(session__in=sessions).order_by("id"))),
-            ("Messages (marks only)", _messages(board.involving(sessions, task=task))),
+            ("Messages (marks only)", _messages(reads.involving(sessions, task=task))),
             ("Events", _events(task_events)),
         ],
     )

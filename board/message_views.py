@@ -6,12 +6,13 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_POST
 
-from sessions_app import board
-from sessions_app.board import owner_required, render_board, task_param
+from messaging import reads
+from messaging.actions import do_mark_inbox_seen
+from messaging.models import SessionMessage
 from sessions_app.models import Session, Task
 
-from .actions import do_mark_inbox_seen
-from .models import SessionMessage
+from . import lib
+from .lib import owner_required, render_board, task_param
 
 STATES = {
     "waiting": Q(delivered_at=None, read_at=None),
@@ -25,31 +26,31 @@ def messages_list(request):
     name = request.GET.get("session", "").strip()
     task = task_param(request)
     state = request.GET.get("state", "")
-    matched = board.resolve_filter_sessions(name)
+    matched = lib.resolve_filter_sessions(name)
 
     def rows():
         members = list(Session.objects.filter(task=task).values_list("pk", flat=True)) if task else []
         if name:
-            querysets = board.involving(matched)
+            querysets = reads.involving(matched)
             if task:
                 in_task = Q(task=task) | Q(sender_id__in=members) | Q(recipient_id__in=members)
                 querysets = [qs.filter(in_task) for qs in querysets]
         elif task:
-            querysets = board.involving([Session(pk=pk) for pk in members], task=task)
+            querysets = reads.involving([Session(pk=pk) for pk in members], task=task)
         else:
             querysets = [SessionMessage.objects.all()]
         if state in STATES:
             querysets = [qs.filter(STATES[state]) for qs in querysets]
-        page = board.keyset_page(
-            querysets, board.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
+        page = lib.keyset_page(
+            querysets, reads.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
         )
-        return {"message_page": page, "rows": board.decorate_messages(page.rows)}
+        return {"message_page": page, "rows": reads.decorate_messages(page.rows)}
 
     context = {
         "section": "messages",
         "tasks": Task.objects.all(),
         "filters": {"session": name, "task": task, "state": state},
-        "matched": board.decorate_sessions(matched) if matched else [],
+        "matched": lib.decorate_sessions(matched) if matched else [],
         "states": list(STATES),
     }
     return render_board(request, "messaging/messages.html", {"messages-rows": rows}, context)
@@ -60,7 +61,7 @@ def message_thread(request, pk):
     message = get_object_or_404(SessionMessage, pk=pk)
 
     def thread():
-        return {"thread": board.whole_thread(message)}
+        return {"thread": reads.whole_thread(message)}
 
     return render_board(request, "messaging/thread.html", {"thread-rows": thread}, {"section": "messages", "message": message})
 
@@ -68,10 +69,10 @@ def message_thread(request, pk):
 @owner_required
 def inbox(request):
     def rows():
-        page = board.keyset_page(
-            board.inbox_querysets(), board.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
+        page = lib.keyset_page(
+            reads.inbox_querysets(), reads.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
         )
-        return {"inbox_page": page, "items": board.decorate_messages(page.rows)}
+        return {"inbox_page": page, "items": reads.decorate_messages(page.rows)}
 
     return render_board(request, "messaging/inbox.html", {"inbox-rows": rows}, {"section": "inbox"})
 

@@ -12,9 +12,10 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from relaybay.inputs import parse_id
+from sessions_app import lib as session_lib
+from sessions_app.models import Event, Task
 
-from . import board, lib
-from .models import Event, Task
+from . import lib
 
 MAX_NODES = 120
 LABEL_CHARS = 28
@@ -38,12 +39,12 @@ class Node:
 
     @property
     def label(self):
-        name = board.visible_text(self.name)
+        name = lib.visible_text(self.name)
         return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
     @property
     def title(self):
-        return board.visible_text(self.name)
+        return lib.visible_text(self.name)
 
 
 @dataclass
@@ -122,14 +123,14 @@ def draw(task=None):
             traffic.setdefault(f"S-{pk}", 0)
     keys = sorted(traffic, key=lambda k: (-traffic[k], k))[:MAX_NODES]
     ids = [parse_id(k[2:]) for k in keys if k.startswith("S-") and parse_id(k[2:])]
-    rows = {f"S-{s.pk}": s for s in board.decorate_sessions(board.sessions_with_links().filter(pk__in=ids))}
+    rows = {f"S-{s.pk}": s for s in lib.decorate_sessions(lib.sessions_with_links().filter(pk__in=ids))}
     nodes = {}
     for key in keys:
         row = rows.get(key)
         if row is None:
             nodes[key] = Node(key, names.get(key, key), None, "gone")
         else:
-            exactness, state = lib.link_state(row)
+            exactness, state = session_lib.link_state(row)
             nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state}".strip())
     size = _layout(list(nodes.values()))
     drawn = [Edge(nodes[s], nodes[t], n) for s, t, n, _, _ in edges if s in nodes and t in nodes and s != t]

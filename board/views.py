@@ -2,7 +2,7 @@
 
 Plain function views over the actions (writes) and `board` (reads). Each live fragment of a
 page is a `{% partialdef %}` whose container refetches itself on a refresh ping; the view
-renders only that fragment when htmx asks for it (see board.render_board).
+renders only that fragment when htmx asks for it (see render_board in board/lib.py).
 """
 
 from django.contrib import messages
@@ -15,10 +15,13 @@ from django.views.decorators.http import require_POST
 from relaybay.errors import RelaybayError
 from relaybay.inputs import clean_text, parse_id
 
-from . import actions, board, export, search
+from messaging import reads
+from sessions_app import actions
+from sessions_app.models import Comment, Event, HookLink, Session, Task
+
+from . import export, lib, search
 from . import map as session_map
-from .board import owner_required, render_board, task_param
-from .models import Comment, Event, HookLink, Session, Task
+from .lib import owner_required, render_board, task_param
 
 LIVE = [HookLink.State.BUSY, HookLink.State.IDLE]
 SESSION_STATES = {
@@ -54,7 +57,7 @@ def sessions_list(request):
     task = task_param(request)
 
     def rows():
-        sessions = board.sessions_with_links().order_by("-last_seen_at", "-id")
+        sessions = lib.sessions_with_links().order_by("-last_seen_at", "-id")
         if state in SESSION_STATES:
             sessions = SESSION_STATES[state](sessions)
         if kind in Session.Kind.values:
@@ -69,7 +72,7 @@ def sessions_list(request):
                 | Q(links__hook_session=text)
             ).distinct()
         page = Paginator(sessions, 100).get_page(request.GET.get("page"))
-        return {"page": page, "sessions": board.decorate_sessions(page.object_list)}
+        return {"page": page, "sessions": lib.decorate_sessions(page.object_list)}
 
     context = {
         "section": "sessions",
@@ -83,8 +86,8 @@ def sessions_list(request):
 
 @owner_required
 def session_detail(request, pk):
-    session = get_object_or_404(board.sessions_with_links(), pk=pk)
-    board.decorate_sessions([session])
+    session = get_object_or_404(lib.sessions_with_links(), pk=pk)
+    lib.decorate_sessions([session])
 
     def link():
         return {"links": list(session.links.all())}
@@ -93,16 +96,16 @@ def session_detail(request, pk):
         return {"comments": list(session.comments.select_related("author").order_by("-id")[:100])}
 
     def session_messages():
-        page = board.keyset_page(
-            board.involving([session]),
-            board.messages_by_ids,
+        page = lib.keyset_page(
+            reads.involving([session]),
+            reads.messages_by_ids,
             before=request.GET.get("m_before"),
             after=request.GET.get("m_after"),
         )
-        return {"message_page": page, "threads": board.threaded(board.decorate_messages(page.rows))}
+        return {"message_page": page, "threads": reads.threaded(reads.decorate_messages(page.rows))}
 
     def events():
-        page = board.keyset_page(
+        page = lib.keyset_page(
             [Event.objects.filter(session=session)],
             lambda ids: Event.objects.filter(pk__in=ids),
             before=request.GET.get("before"),
@@ -181,23 +184,23 @@ def task_detail(request, pk):
     task = get_object_or_404(Task, pk=pk)
 
     def task_sessions():
-        return {"sessions": board.decorate_sessions(board.sessions_with_links().filter(task=task).order_by("-last_seen_at", "-id"))}
+        return {"sessions": lib.decorate_sessions(lib.sessions_with_links().filter(task=task).order_by("-last_seen_at", "-id"))}
 
     def comments():
         return {"comments": list(Comment.objects.filter(session__task=task).select_related("session").order_by("-id")[:100])}
 
     def task_messages():
         members = list(Session.objects.filter(task=task).only("id"))
-        page = board.keyset_page(
-            board.involving(members, task=task),
-            board.messages_by_ids,
+        page = lib.keyset_page(
+            reads.involving(members, task=task),
+            reads.messages_by_ids,
             before=request.GET.get("m_before"),
             after=request.GET.get("m_after"),
         )
-        return {"message_page": page, "threads": board.threaded(board.decorate_messages(page.rows))}
+        return {"message_page": page, "threads": reads.threaded(reads.decorate_messages(page.rows))}
 
     parts = {"task-sessions": task_sessions, "task-comments": comments, "task-messages": task_messages}
-    candidates = board.decorate_sessions(board.sessions_with_links().exclude(task=task).order_by("-last_seen_at", "-id")[:300])
+    candidates = lib.decorate_sessions(lib.sessions_with_links().exclude(task=task).order_by("-last_seen_at", "-id")[:300])
     context = {"section": "tasks", "task": task, "statuses": Task.Status.values, "candidates": candidates}
     return render_board(request, "sessions_app/task.html", parts, context)
 
@@ -254,7 +257,7 @@ def _markdown(text, filename):
 def events_feed(request):
     kind = request.GET.get("kind", "")
     name = request.GET.get("session", "").strip()
-    matched = board.resolve_filter_sessions(name)
+    matched = lib.resolve_filter_sessions(name)
 
     def rows():
         events = Event.objects.all()
@@ -262,7 +265,7 @@ def events_feed(request):
             events = events.filter(name__startswith=kind + ".")
         if name:
             events = events.filter(session__in=matched)
-        page = board.keyset_page(
+        page = lib.keyset_page(
             [events],
             lambda ids: Event.objects.filter(pk__in=ids).select_related("session"),
             before=request.GET.get("before"),

@@ -12,13 +12,15 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from .. import board
+from messaging import reads
+
+from .. import lib
 
 register = template.Library()
 
 @register.filter
 def plain(value):
-    return mark_safe(f"<bdi>{board.plain_html(value)}</bdi>")
+    return mark_safe(f"<bdi>{lib.plain_html(value)}</bdi>")
 
 
 @register.filter
@@ -46,12 +48,12 @@ def stamp(moment):
 
 @register.simple_tag
 def inbox_count():
-    return board.inbox_count()
+    return reads.inbox_count()
 
 
 @register.filter
 def marks(event):
-    return board.event_marks(event)
+    return lib.event_marks(event)
 
 
 @register.simple_tag(takes_context=True)

@@ -2,7 +2,7 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views
+from . import message_views, views
 
 # Only staff accounts may log in here: the board is the owner's (SPEC §5.1).
 login_view = auth_views.LoginView.as_view(template_name="login.html", authentication_form=AdminAuthenticationForm)
@@ -25,4 +25,9 @@ urlpatterns = [
     path("events/", views.events_feed, name="events"),
     path("map/", views.map_view, name="map"),
     path("search/", views.search_view, name="search"),
+    path("messages/", message_views.messages_list, name="messages"),
+    path("messages/<int:pk>/", message_views.message_thread, name="message"),
+    path("inbox/", message_views.inbox, name="inbox"),
+    path("inbox/count/", message_views.inbox_count, name="inbox-count"),
+    path("inbox/<int:pk>/seen/", message_views.inbox_seen, name="inbox-seen"),
 ]

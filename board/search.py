@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils.safestring import mark_safe
 
-from . import board
-from .models import Comment, Event, Task
+from sessions_app.models import Comment, Event, Task
+
+from . import lib
 
 KINDS = ("session", "task", "comment", "event")
 PER_KIND = 25
@@ -88,14 +89,14 @@ def highlight(snippet):
     """The snippet as safe HTML: escaped, invisible characters shown, matches in <mark>."""
     html = []
     for i, part in enumerate(re.split(f"[{START}{END}]", snippet or "")):
-        shown = board.plain_html(part)
+        shown = lib.plain_html(part)
         html.append(f"<mark>{shown}</mark>" if i % 2 else shown)
     return mark_safe("".join(html))
 
 
 def _rows(kind, refs):
     if kind == "session":
-        rows = board.decorate_sessions(board.sessions_with_links().filter(pk__in=refs))
+        rows = lib.decorate_sessions(lib.sessions_with_links().filter(pk__in=refs))
     elif kind == "task":
         rows = Task.objects.filter(pk__in=refs)
     elif kind == "comment":

@@ -1,0 +1,43 @@
+"""Messages as a kind of thing a hook carries (sessions_app/hooks/delivery.py), registered in
+MessagingConfig.ready."""
+
+import json
+
+from django.db.models import Q
+
+from sessions_app.hooks.delivery import Deliverable
+
+from .lib import message_block
+from .models import SessionMessage
+
+
+class Messages(Deliverable):
+    name = "message"
+    order = 20
+    model = SessionMessage
+    session_field = "recipient"
+    # Read before delivery (acknowledged by id): nothing left to carry. Native messages are
+    # Claude Code's to deliver; relaybay only records them.
+    pending = Q(delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP)
+
+    def block(self, item):
+        return message_block(item)
+
+    def claim(self, item, *, now, by):
+        claimed = SessionMessage.objects.filter(pk=item.pk, delivered_at=None).update(
+            delivered_at=now, delivered_by=by, not_delivered_reason=""
+        )
+        return bool(claimed)
+
+    def source(self, items):
+        senders = list(dict.fromkeys(message.sender_name for message in items))
+        if len(senders) == 1:
+            # Quoted like the frame quotes it, so a name cannot pass for header text.
+            return f"session {json.dumps(senders[0], ensure_ascii=False)} (another session, not the owner)"
+        return f"{len(senders)} other sessions (not the owner)"
+
+    def delivered_event(self, item, carrier):
+        return "message.delivered", {"message": item.pk, "from": item.sender_name, "to": item.recipient_name, "by": carrier}
+
+
+MESSAGES = Messages()

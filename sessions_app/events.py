@@ -1,0 +1,25 @@
+"""What a write leaves behind besides its rows: the feed row of what happened, and the wake-up
+of a session whose wake-up hook waits. The refresh pings themselves are relaybay.events'."""
+
+from relaybay.events import wake_waiters
+
+from .models import Event, HookLink
+
+
+def record_event(name, *, session=None, session_id=None, hook_session="", data=None, replay=False, happened_at=None):
+    """Write one feed row. `session_id` serves callers that hold only the row's key."""
+    return Event.objects.create(
+        name=name,
+        session_id=session.pk if session is not None else session_id,
+        hook_session=hook_session,
+        data=data or {},
+        replay=replay,
+        happened_at=happened_at,
+    )
+
+
+def wake_session(session):
+    """Something arrived for `session`: wake its wake-up hooks that wait (an idle exact link
+    with a current waiter), once the write commits."""
+    waiting = session.links.filter(exact=True, state=HookLink.State.IDLE).exclude(waiter="")
+    wake_waiters(waiting.values_list("hook_session", flat=True))

@@ -1,0 +1,58 @@
+"""The apps depend on each other one way: sessions_app ← messaging ← board. relaybay/ is the
+project (settings, the API and URL wiring, pings) and reaches into no app's modules."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# What each package's modules may import of the project's own packages.
+ALLOWED = {
+    "sessions_app": {"sessions_app", "relaybay"},
+    "messaging": {"messaging", "sessions_app", "relaybay"},
+    "board": {"board", "messaging", "sessions_app", "relaybay"},
+    "relaybay": {"relaybay"},
+}
+# relaybay's wiring names the apps' routes: the URL conf and the websocket routing.
+WIRING = {"relaybay/urls.py", "relaybay/asgi.py"}
+
+
+def imported_packages(path):
+    """The top-level package of every import in the module, at module level or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def modules(package):
+    return [p for p in sorted((ROOT / package).rglob("*.py")) if "migrations" not in p.parts]
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_each_package_imports_only_what_it_may(package):
+    wrong = {}
+    for path in modules(package):
+        relative = str(path.relative_to(ROOT))
+        if relative in WIRING:
+            continue
+        own = imported_packages(path) & set(ALLOWED)
+        if own - ALLOWED[package]:
+            wrong[relative] = sorted(own - ALLOWED[package])
+    assert not wrong, f"{package} must not import these: {wrong}"
+
+
+def test_the_check_sees_an_import_inside_a_function(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from messaging.models import SessionMessage\n    return SessionMessage\n")
+    assert imported_packages(module) == {"messaging"}
+
+
+def test_sessions_app_is_checked_module_by_module():
+    # The walk reaches the hook modules too, where the deliveries are composed.
+    names = {str(p.relative_to(ROOT)) for p in modules("sessions_app")}
+    assert "sessions_app/hooks/delivery.py" in names and "sessions_app/actions.py" in names
