@@ -21,6 +21,7 @@ from .delivery import MESSAGES
 from .models import SessionMessage
 
 SENDS_PER_MINUTE = 10
+LONGEST_ID = 10**12
 MAX_DEPTH = 8
 
 
@@ -103,9 +104,10 @@ def _check_body(body):
 
 
 def _check_fits(message):
-    """A saved message, alone in a hook answer, header included, as the Stop reason or the
-    wake-up would carry it, must fit one answer. Raising rolls back its save."""
-    size = answer_size(MESSAGES, message)
+    """The message alone in a hook answer, header included, as the Stop reason or the wake-up
+    would carry it, must fit one answer. Measured with an id longer than any it will have, so
+    whether a body fits never depends on its id."""
+    size = answer_size(MESSAGES, message, lib.message_block(message, number=LONGEST_ID))
     if size > BUDGET:
         raise InvalidInput(
             f"This body would take {size} characters once quoted and framed, over the {BUDGET} one hook answer "
@@ -235,8 +237,8 @@ def _send_message(*, body, to, task, parent, session, session_title, hook_sessio
             depth=parent.depth + 1 if parent else 0,
             not_delivered_reason=status,
         )
-        message.save()
         _check_fits(message)
+        message.save()
         edge = {"message": message.pk, "from": sender.row.handle, "from_name": sender.name, "to": recipient.handle, "to_name": recipient_name}
         record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
         record_event("message.sent", session=sender.row, data={**edge, "verified": sender.verified, "depth": message.depth})

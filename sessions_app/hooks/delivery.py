@@ -125,9 +125,9 @@ class Delivery:
         return len(Delivery([*self.items, (kind, item, block)]).text()) <= BUDGET
 
 
-def answer_size(kind, item):
-    """The length of a hook answer carrying `item` alone, header included."""
-    return len(Delivery([(kind, item, kind.block(item))]).text())
+def answer_size(kind, item, block):
+    """The length of a hook answer carrying `item`, written as `block`, alone."""
+    return len(Delivery([(kind, item, block)]).text())
 
 
 # A session id no row has, standing for the one asked about in the compiled SQL.
