@@ -14,8 +14,9 @@ ALLOWED = {
     "board": {"board", "messaging", "sessions_app", "relaybay"},
     "relaybay": {"relaybay"},
 }
-# relaybay's wiring names the apps' routes: the URL conf and the websocket routing.
-WIRING = {"relaybay/urls.py", "relaybay/asgi.py"}
+# relaybay's wiring names the apps' routes: the URL conf, the websocket routing, and the MCP
+# server over HTTP, which runs the messaging routes' bodies.
+WIRING = {"relaybay/urls.py", "relaybay/asgi.py", "relaybay/mcp/http.py"}
 
 
 def imported_packages(path):
