@@ -13,8 +13,9 @@ from datetime import timedelta
 
 from django.db.models import Q
 
-from relaybay.events import ping, record_event
+from relaybay.events import ping
 from sessions_app import lib as session_lib
+from sessions_app.events import record_event
 from sessions_app.hooks import native
 
 from .models import SessionMessage

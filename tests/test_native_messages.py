@@ -4,8 +4,8 @@ sockets are names relaybay resolves."""
 
 import pytest
 
+from messaging import reads
 from messaging.models import SessionMessage
-from sessions_app import board
 from sessions_app.lib import find_sessions
 from sessions_app.models import Event, HookLink, Session
 
@@ -90,7 +90,7 @@ def test_a_send_to_an_exited_session_is_unreachable(native):
     assert (message.state, message.recipient, message.recipient_name, message.native_id) == ("unreachable", None, "charlie", "")
     assert marks(message) == ["message.unreachable"]
     # Not a relaybay message whose recipient row is gone: nothing for the owner's Inbox.
-    assert board.inbox_count() == 0
+    assert reads.inbox_count() == 0
     assert_no_native_text()
 
 
@@ -105,11 +105,11 @@ def test_the_sender_s_notices_mark_held_then_denied_and_the_inbox_follows(native
     native.event("alpha", "UserPromptSubmit", prompt=notice("held"))
     message = only_native()
     assert message.state == "held"
-    assert [m.pk for qs in board.inbox_querysets() for m in qs] == [message.pk]
+    assert [m.pk for qs in reads.inbox_querysets() for m in qs] == [message.pk]
     native.event("alpha", "UserPromptSubmit", prompt=notice("denied"))
     message.refresh_from_db()
     assert message.state == "denied"
-    assert board.inbox_count() == 0
+    assert reads.inbox_count() == 0
     assert marks(message) == ["message.sent", "message.held", "message.denied"]
 
 
@@ -127,11 +127,11 @@ def test_the_recipient_s_approval_prompt_marks_the_message_held_until_delivered(
     native.event("bravo", "Notification", **APPROVAL)
     message = only_native()
     assert message.state == "held"
-    assert board.inbox_count() == 1
+    assert reads.inbox_count() == 1
     native.event("bravo", "UserPromptSubmit", prompt=wrapped())
     message.refresh_from_db()
     assert message.delivered_at is not None
-    assert board.inbox_count() == 0
+    assert reads.inbox_count() == 0
 
 
 def test_a_notice_for_a_message_relaybay_never_saw_changes_nothing(native):
@@ -145,7 +145,7 @@ def test_relaybay_s_hooks_never_deliver_a_native_message(native, hook):
     assert native.event("bravo", "PreToolUse", tool_name="Bash", tool_input={"command": "ls"}) == {}
     assert native.event("bravo", "Stop", stop_hook_active=False) == {}
     bravo = native.row("bravo")
-    assert board.unread_counts([bravo.pk]) == {}
+    assert reads.unread_counts([bravo.pk]) == {}
     assert only_native().delivered_at is None
 
 
@@ -207,6 +207,6 @@ def test_the_whole_exchange_leaves_no_text_anywhere(native):
 def test_a_held_message_leaves_the_inbox_once_claude_code_would_have_expired_it(native):
     native.event("alpha", "PostToolUse", **send_post())
     native.event("bravo", "Notification", **APPROVAL)
-    assert board.inbox_count() == 1
-    SessionMessage.objects.update(created_at=only_native().created_at - board.NATIVE_HOLD)
-    assert board.inbox_count() == 0
+    assert reads.inbox_count() == 1
+    SessionMessage.objects.update(created_at=only_native().created_at - reads.NATIVE_HOLD)
+    assert reads.inbox_count() == 0
