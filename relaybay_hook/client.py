@@ -57,6 +57,44 @@ def _spool_pending(path):
         return False
 
 
+def _is_session_start(payload):
+    if b'SessionStart' not in payload:
+        return False
+    import json
+    try:
+        obj = json.loads(payload.decode('utf-8'))
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and obj.get('hook_event_name') == 'SessionStart'
+
+
+def _with_system_message(body, notices):
+    """relaybay's answer (a JSON object, or nothing) with the client's notices added as
+    `systemMessage`, which Claude Code shows to the user."""
+    import json
+    obj = {}
+    if body and body.strip():
+        try:
+            obj = json.loads(body.decode('utf-8'))
+        except ValueError:
+            obj = {}
+    if not isinstance(obj, dict):
+        obj = {}
+    text = '\n'.join(notices)
+    if isinstance(obj.get('systemMessage'), str) and obj['systemMessage'].strip():
+        text = obj['systemMessage'] + '\n' + text
+    obj['systemMessage'] = text
+    return json.dumps(obj, ensure_ascii=False).encode('utf-8')
+
+
+def _answer(body, notices):
+    if notices:
+        out(_with_system_message(body, notices))
+    elif body:
+        out(body)
+    return 0
+
+
 def event_mode():
     payload = sys.stdin.buffer.read()
     if not payload.strip():
@@ -70,11 +108,15 @@ def event_mode():
         payload = with_native_names(payload, native)
     timeout = max(env.float_env('RELAYBAY_TIMEOUT', 10), 0.1)
     spool_path = env.spool_path()
+    notices = []
     try:
         if _spool_pending(spool_path):
             from relaybay_hook import spool
-            if spool.replay_spool(spool_path, payload, timeout):
-                return 0
+            spooled, set_aside = spool.replay_spool(spool_path, payload, timeout)
+            if set_aside:
+                notices.append(spool.set_aside_notice(spool_path, set_aside))
+            if spooled:
+                return _answer(None, notices)
         try:
             status, body = http_request('POST', HOOKS_PATH, payload, hook_headers(), timeout)
         except Unreachable:
@@ -82,21 +124,28 @@ def event_mode():
         if status is None or unavailable(status):
             from relaybay_hook import spool
             spool.spool_event(spool_path, payload)
-            return 0
+            if _is_session_start(payload):
+                notices.append(
+                    'relaybay is not reachable at %s: this session\'s events are kept in %s and sent when '
+                    'it is back; no comments or messages reach this session until then.' % (env.base_url(), spool_path))
+            return _answer(None, notices)
     except Exception as exc:  # spool trouble (disk full, permissions...): never break the agent
         err('spool error: %s' % exc)
-        return 0
+        return _answer(None, notices)
     if 200 <= status < 300:
         if body is None:
             err('%d answer cut short' % status)
-        elif body.strip():
-            if body.lstrip()[:1] == b'{':
-                out(body)
-            else:
-                err('%d answer is not a JSON object' % status)
-        return 0
+            body = None
+        elif body.strip() and body.lstrip()[:1] != b'{':
+            err('%d answer is not a JSON object' % status)
+            body = None
+        return _answer(body, notices)
     err(error_text(status, body))
-    return 0
+    if status in (401, 403) and _is_session_start(payload):
+        notices.append(
+            'relaybay refused this session\'s hooks (%s): its token does not match relaybay\'s. '
+            'Print a new config with `manage.py claude_config` and restart the session.' % error_text(status, body))
+    return _answer(None, notices)
 
 
 def main(argv):

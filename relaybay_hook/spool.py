@@ -1,4 +1,10 @@
-"""The spool: events kept while relaybay cannot be reached, replayed in order later."""
+"""The spool: events kept while relaybay cannot be reached, replayed in order later.
+
+An entry relaybay refuses (4xx), or that keeps failing (a 5xx, MAX_ATTEMPTS replays), is set
+aside in <spool>.rejected with the answer, so it never holds back the entries behind it; the
+user is told on stderr and in the hook's answer (systemMessage). Everything else keeps its
+order.
+"""
 import fcntl
 import json
 import os
@@ -10,14 +16,24 @@ from relaybay_hook.output import err
 
 LOCK_WAIT = 5.0        # seconds to wait for the spool lock before giving up
 REPLAY_BUDGET = 3.0    # seconds one call may spend replaying before deferring the rest
+MAX_ATTEMPTS = 5       # replays of one entry failing with a 5xx before it is set aside
+
+
+def rejected_path(path):
+    return path + '.rejected'
+
+
+def _stamp():
+    now = time.time()
+    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(now)) + '.%06d+00:00' % int((now % 1) * 1000000)
+
+
+def _entry_line(entry):
+    return (json.dumps(entry) + '\n').encode('ascii')
 
 
 def _spool_line(payload):
-    now = time.time()
-    stamp = time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(now))
-    stamp += '.%06d+00:00' % int((now % 1) * 1000000)
-    entry = {'spooled_at': stamp, 'payload': payload.decode('utf-8', 'surrogateescape')}
-    return (json.dumps(entry) + '\n').encode('ascii')
+    return _entry_line({'spooled_at': _stamp(), 'payload': payload.decode('utf-8', 'surrogateescape')})
 
 
 def _ensure_dir(path):
@@ -109,30 +125,39 @@ def _read_spool(path):
         return []
 
 
+def _set_aside(path, entry, status, answer):
+    """Keep a refused entry, with relaybay's answer, where the user can look at it."""
+    entry = dict(entry, rejected_at=_stamp(), status=status, answer=error_text(status, answer))
+    _append_lines(rejected_path(path), [_entry_line(entry)])
+    err('replay refused (%s): set aside in %s' % (entry['answer'], rejected_path(path)))
+
+
 def replay_spool(path, payload, timeout):
     """Replay the spool under the lock, then (if needed) spool `payload` after the rest.
 
-    Returns True when `payload` has been spooled (relaybay unavailable or the replay
-    budget ran out), False when the caller should post it now.
+    Returns (spooled, set_aside): spooled is True when `payload` has been spooled (relaybay
+    unavailable or the replay budget ran out), False when the caller should post it now;
+    set_aside lists the answers of entries set aside in <spool>.rejected by this call.
     """
+    set_aside = []
     lock = _SpoolLock(path)
     if not lock.acquire():
-        return False  # someone else is replaying for too long: post our own event anyway
+        return False, set_aside  # someone else is replaying for too long: post our own event anyway
     try:
         lines = _read_spool(path)
         if not lines:
-            return False
+            return False, set_aside
         started = time.monotonic()
         i = 0
         while i < len(lines):
             if time.monotonic() - started > REPLAY_BUDGET:
                 _rewrite(path, lines[i:] + [_spool_line(payload)])
-                return True
-            line = lines[i]
+                return True, set_aside
             try:
-                entry = json.loads(line.decode('utf-8', 'surrogateescape'))
+                entry = json.loads(lines[i].decode('utf-8', 'surrogateescape'))
                 body = entry['payload'].encode('utf-8', 'surrogateescape')
                 spooled_at = env.clean(entry.get('spooled_at') or '')
+                attempts = int(entry.get('attempts') or 0)
             except (ValueError, KeyError, TypeError, AttributeError):
                 err('dropping an unreadable spool line')
                 i += 1
@@ -146,19 +171,29 @@ def replay_spool(path, payload, timeout):
                 status, answer = None, None
             if status is None or unavailable(status):
                 _rewrite(path, lines[i:] + [_spool_line(payload)])
-                return True
+                return True, set_aside
+            if status >= 500:
+                entry['attempts'] = attempts + 1
             if 200 <= status < 300:
                 i += 1
-            elif 400 <= status < 500:
-                err('replay refused, dropped: ' + error_text(status, answer))
+            elif status < 500 or entry['attempts'] >= MAX_ATTEMPTS:
+                _set_aside(path, entry, status, answer)
+                set_aside.append(error_text(status, answer))
                 i += 1
             else:
-                # reachable but failing on this entry: keep it (and the rest) for a later
-                # call, and do not hold the live event hostage behind it
-                err('replay failed, kept: ' + error_text(status, answer))
-                _rewrite(path, lines[i:])
-                return False
+                # reachable but failing on this entry: keep it at the head for a later call,
+                # counting the attempt, with the rest and the live event in order behind it
+                err('replay failed (attempt %d of %d), kept: %s' % (entry['attempts'], MAX_ATTEMPTS, error_text(status, answer)))
+                _rewrite(path, [_entry_line(entry)] + lines[i + 1:] + [_spool_line(payload)])
+                return True, set_aside
         _rewrite(path, [])
-        return False
+        return False, set_aside
     finally:
         lock.release()
+
+
+def set_aside_notice(path, answers):
+    """The line shown to the user when this call set entries aside."""
+    return 'relaybay refused %d event%s kept while it was unreachable (%s); %s in %s' % (
+        len(answers), '' if len(answers) == 1 else 's', answers[0],
+        'it is' if len(answers) == 1 else 'they are', rejected_path(path))

@@ -305,11 +305,20 @@ def test_non_json_2xx_is_not_printed(stub, spool):
 
 
 def test_unreachable_spools_quickly_and_silently(spool):
+    r = run_hook(closed_port_url(), spool, event(1))
+    assert r.returncode == 0 and r.stdout == b'' and r.stderr == b''
+    assert len(spool_entries(spool)) == 1
+
+
+def test_unreachable_at_session_start_spools_and_tells_the_user(spool):
     payload = event(1, 'SessionStart', source='startup')
     t0 = time.monotonic()
-    r = run_hook(closed_port_url(), spool, payload, RELAYBAY_SESSION='named')
+    url = closed_port_url()
+    r = run_hook(url, spool, payload, RELAYBAY_SESSION='named')
     elapsed = time.monotonic() - t0
-    assert r.returncode == 0 and r.stdout == b'' and r.stderr == b''
+    assert r.returncode == 0 and r.stderr == b''
+    shown = json.loads(r.stdout)['systemMessage']
+    assert shown.startswith('relaybay is not reachable at %s' % url) and str(spool) in shown
     assert elapsed < 1.0
     [entry] = spool_entries(spool)
     assert set(entry) == {'spooled_at', 'payload'}
@@ -410,28 +419,67 @@ def test_replay_budget_defers_the_rest_in_order(stub, spool):
     assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[len(sent):] + [event(99)]
 
 
-def test_replay_refused_with_4xx_is_dropped(stub, spool):
+def rejected_entries(spool):
+    path = Path(str(spool) + '.rejected')
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_replay_refused_with_4xx_is_set_aside_and_the_rest_keeps_its_order(stub, spool):
     spooled = [event(i) for i in range(3)]
     write_spool(spool, spooled)
     s = stub(lambda req, i: {'status': 400, 'body': {'detail': 'malformed'}} if i == 1
              else {'body': {'n': i}})
     r = run_hook(s.url, spool, event(99))
     assert r.returncode == 0
-    assert json.loads(r.stdout) == {'n': 3}
-    assert b'400 malformed' in r.stderr
+    answer = json.loads(r.stdout)
+    assert answer['n'] == 3  # the answer to its own event, with the notice for the user
+    assert answer['systemMessage'] == ('relaybay refused 1 event kept while it was unreachable '
+                                       '(400 malformed); it is in %s.rejected' % spool)
+    assert b'400 malformed' in r.stderr and b'set aside in' in r.stderr
     assert [q['body'] for q in s.requests] == spooled + [event(99)]
     assert spool_entries(spool) == []
+    [aside] = rejected_entries(spool)
+    assert aside['payload'].encode() == spooled[1] and aside['status'] == 400
+    assert aside['answer'] == '400 malformed' and aside['spooled_at'] == '2030-01-01T00:00:01.000000+00:00'
 
 
-def test_replay_5xx_keeps_entry_but_posts_live_event(stub, spool):
+def test_a_replay_5xx_keeps_the_entry_at_the_head_and_everything_behind_it_in_order(stub, spool):
     spooled = [event(i) for i in range(3)]
     write_spool(spool, spooled)
     s = stub(lambda req, i: {'status': 500, 'body': {'detail': 'bug'}} if i == 1
              else {'body': {'n': i}})
     r = run_hook(s.url, spool, event(99))
-    assert json.loads(r.stdout) == {'n': 2}
-    assert [q['body'] for q in s.requests] == spooled[:2] + [event(99)]
-    assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[1:]
+    assert (r.returncode, r.stdout) == (0, b'')
+    assert b'attempt 1 of 5' in r.stderr
+    assert [q['body'] for q in s.requests] == spooled[:2]
+    left = spool_entries(spool)
+    assert [e['payload'].encode() for e in left] == spooled[1:] + [event(99)]
+    assert left[0]['attempts'] == 1 and 'attempts' not in left[1]
+
+
+def test_an_entry_failing_with_5xx_five_times_is_set_aside_and_the_rest_follows_in_order(stub, spool):
+    spooled = [event(i) for i in range(4)]
+    write_spool(spool, spooled)
+    failing = spooled[1]
+    s = stub(lambda req, i: {'status': 500, 'body': {'detail': 'bug'}} if req['body'] == failing
+             else {'body': {'n': json.loads(req['body'])['n']}})
+    live = [event(100 + n) for n in range(5)]
+    for n, own in enumerate(live):
+        r = run_hook(s.url, spool, own)
+        assert r.returncode == 0
+        if n < 4:  # kept at the head, with the rest (and each live event) behind it in order
+            assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[1:] + live[:n + 1]
+            assert r.stdout == b''
+    answer = json.loads(r.stdout)
+    assert answer['n'] == 104
+    assert answer['systemMessage'].startswith('relaybay refused 1 event kept while it was unreachable (500 bug)')
+    sent = [q['body'] for q in s.requests]
+    # the failing entry was tried five times; everything else arrived once, in order
+    assert sent.count(failing) == 5
+    assert [b for b in sent if b != failing] == [spooled[0]] + spooled[2:] + live
+    assert spool_entries(spool) == []
+    [aside] = rejected_entries(spool)
+    assert aside['payload'].encode() == failing and aside['status'] == 500 and aside['attempts'] == 5
 
 
 def test_unreadable_spool_line_is_dropped(stub, spool):
