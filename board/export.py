@@ -114,8 +114,8 @@ def _document(title, sections):
 
 
 def session_markdown(session):
-    session = lib.sessions_with_links().get(pk=session.pk)
-    name = lib.display_name(session)
+    session = session_lib.sessions_with_links().get(pk=session.pk)
+    name = session.name
     return _document(
         f"Session {md(name)} ({session.handle})",
         [
@@ -128,9 +128,9 @@ def session_markdown(session):
 
 
 def task_markdown(task):
-    sessions = list(lib.sessions_with_links().filter(task=task).order_by("id"))
+    sessions = list(session_lib.sessions_with_links().filter(task=task).order_by("id"))
     listing = "\n".join(
-        f"- {session.handle} {md(lib.display_name(session))} — {session.kind}, "
+        f"- {session.handle} {md(session.name)} — {session.kind}, "
         + " ".join(session_lib.link_state(session)).strip()
         for session in sessions
     )

@@ -6,14 +6,13 @@ import unicodedata
 from dataclasses import dataclass
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.db.models import Prefetch
 from django.template.response import TemplateResponse
 from django.utils.html import escape
 
 from messaging.reads import unread_counts
 from relaybay.inputs import parse_id
 from sessions_app import lib
-from sessions_app.models import HookLink, Session, Task
+from sessions_app.models import Task
 
 PAGE_SIZE = 50
 
@@ -69,39 +68,16 @@ def render_board(request, template, parts, context=None):
     return TemplateResponse(request, template, context)
 
 
-def sessions_with_links():
-    return Session.objects.select_related("task").prefetch_related(
-        Prefetch("links", HookLink.objects.order_by("-id"))
-    )
-
-
-def display_name(session):
-    """Session.name without a query per row: the links are prefetched, newest first."""
-    if session.title:
-        return session.title
-    if session.desktop_id:
-        return session.desktop_id
-    links = list(session.links.all())
-    if session.kind == Session.Kind.HOOK and links:
-        return links[-1].hook_session
-    return session.handle
-
-
 def decorate_sessions(sessions):
     """Give each row what a list row shows: its name, link state, unread count."""
     sessions = list(sessions)
     unread = unread_counts([s.pk for s in sessions])
     for session in sessions:
-        session.board_name = display_name(session)
+        session.board_name = session.name
         session.exactness, session.state = lib.link_state(session)
         session.why_not = lib.why_not_deliverable(session)
         session.unread = unread.get(session.pk, 0)
     return sessions
-
-
-def resolve_filter_sessions(name):
-    """Rows a filter names (a name, alias, desktop id, hook id or S-<id>); all of them if several."""
-    return lib.find_sessions(name) if name else []
 
 
 # --- Keyset pages --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from django.db.models import Count, Max
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
+from messaging import reads
 from relaybay.inputs import parse_id
 from sessions_app import lib as session_lib
 from sessions_app.models import Event, Task
@@ -102,11 +103,16 @@ def message_edges(task=None):
     fresh = events.filter(id__gt=settled_id)
     if fresh.exists():
         counts = _count_edges(fresh, dict(counts))
-    handles = {f"S-{pk}" for pk in task.sessions.values_list("pk", flat=True)} if task is not None else None
+    if task is None:
+        return [(source, target, *counted) for (source, target), counted in counts.items()]
+    # As the board's task filter of messages (messaging.reads.involving): what the task's
+    # sessions sent or received, and what was tagged with the task.
+    handles = {f"S-{pk}" for pk in task.sessions.values_list("pk", flat=True)}
+    pairs = reads.task_pairs(task)
     return [
-        (source, target, count, source_name, target_name)
-        for (source, target), (count, source_name, target_name) in counts.items()
-        if handles is None or source in handles or target in handles
+        (source, target, *counted)
+        for (source, target), counted in counts.items()
+        if source in handles or target in handles or (source, target) in pairs
     ]
 
 
@@ -123,7 +129,7 @@ def draw(task=None):
             traffic.setdefault(f"S-{pk}", 0)
     keys = sorted(traffic, key=lambda k: (-traffic[k], k))[:MAX_NODES]
     ids = [parse_id(k[2:]) for k in keys if k.startswith("S-") and parse_id(k[2:])]
-    rows = {f"S-{s.pk}": s for s in lib.decorate_sessions(lib.sessions_with_links().filter(pk__in=ids))}
+    rows = {f"S-{s.pk}": s for s in lib.decorate_sessions(session_lib.sessions_with_links().filter(pk__in=ids))}
     nodes = {}
     for key in keys:
         row = rows.get(key)

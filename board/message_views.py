@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 from messaging import reads
 from messaging.actions import do_mark_inbox_seen
 from messaging.models import SessionMessage
+from sessions_app import lib as session_lib
 from sessions_app.models import Session, Task
 
 from . import lib
@@ -26,7 +27,7 @@ def messages_list(request):
     name = request.GET.get("session", "").strip()
     task = task_param(request)
     state = request.GET.get("state", "")
-    matched = lib.resolve_filter_sessions(name)
+    matched = session_lib.find_sessions(name)
 
     def rows():
         members = list(Session.objects.filter(task=task).values_list("pk", flat=True)) if task else []

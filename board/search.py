@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils.safestring import mark_safe
 
+from sessions_app import lib as session_lib
 from sessions_app.models import Comment, Event, Task
 
 from . import lib
@@ -96,7 +97,7 @@ def highlight(snippet):
 
 def _rows(kind, refs):
     if kind == "session":
-        rows = lib.decorate_sessions(lib.sessions_with_links().filter(pk__in=refs))
+        rows = lib.decorate_sessions(session_lib.sessions_with_links().filter(pk__in=refs))
     elif kind == "task":
         rows = Task.objects.filter(pk__in=refs)
     elif kind == "comment":

@@ -17,18 +17,18 @@ from relaybay.inputs import clean_text, parse_id
 
 from messaging import reads
 from sessions_app import actions
+from sessions_app import lib as session_lib
 from sessions_app.models import Comment, Event, HookLink, Session, Task
 
 from . import export, lib, search
 from . import map as session_map
 from .lib import owner_required, render_board, task_param
 
-LIVE = [HookLink.State.BUSY, HookLink.State.IDLE]
 SESSION_STATES = {
-    "live": lambda qs: qs.filter(links__state__in=LIVE).distinct(),
+    "live": lambda qs: qs.live(),
     "busy": lambda qs: qs.filter(links__state=HookLink.State.BUSY).distinct(),
     "idle": lambda qs: qs.filter(links__state=HookLink.State.IDLE).distinct(),
-    "ended": lambda qs: qs.filter(links__isnull=False).exclude(links__state__in=LIVE).distinct(),
+    "ended": lambda qs: qs.filter(links__isnull=False).not_live().distinct(),
     "unlinked": lambda qs: qs.filter(links__isnull=True),
 }
 EVENT_KINDS = ["hook", "message", "comment", "link", "session", "task", "desktop"]
@@ -57,7 +57,7 @@ def sessions_list(request):
     task = task_param(request)
 
     def rows():
-        sessions = lib.sessions_with_links().order_by("-last_seen_at", "-id")
+        sessions = session_lib.sessions_with_links().order_by("-last_seen_at", "-id")
         if state in SESSION_STATES:
             sessions = SESSION_STATES[state](sessions)
         if kind in Session.Kind.values:
@@ -86,7 +86,7 @@ def sessions_list(request):
 
 @owner_required
 def session_detail(request, pk):
-    session = get_object_or_404(lib.sessions_with_links(), pk=pk)
+    session = get_object_or_404(session_lib.sessions_with_links(), pk=pk)
     lib.decorate_sessions([session])
 
     def link():
@@ -184,7 +184,7 @@ def task_detail(request, pk):
     task = get_object_or_404(Task, pk=pk)
 
     def task_sessions():
-        return {"sessions": lib.decorate_sessions(lib.sessions_with_links().filter(task=task).order_by("-last_seen_at", "-id"))}
+        return {"sessions": lib.decorate_sessions(session_lib.sessions_with_links().filter(task=task).order_by("-last_seen_at", "-id"))}
 
     def comments():
         return {"comments": list(Comment.objects.filter(session__task=task).select_related("session").order_by("-id")[:100])}
@@ -200,7 +200,7 @@ def task_detail(request, pk):
         return {"message_page": page, "threads": reads.threaded(reads.decorate_messages(page.rows))}
 
     parts = {"task-sessions": task_sessions, "task-comments": comments, "task-messages": task_messages}
-    candidates = lib.decorate_sessions(lib.sessions_with_links().exclude(task=task).order_by("-last_seen_at", "-id")[:300])
+    candidates = lib.decorate_sessions(session_lib.sessions_with_links().exclude(task=task).order_by("-last_seen_at", "-id")[:300])
     context = {"section": "tasks", "task": task, "statuses": Task.Status.values, "candidates": candidates}
     return render_board(request, "sessions_app/task.html", parts, context)
 
@@ -257,7 +257,7 @@ def _markdown(text, filename):
 def events_feed(request):
     kind = request.GET.get("kind", "")
     name = request.GET.get("session", "").strip()
-    matched = lib.resolve_filter_sessions(name)
+    matched = session_lib.find_sessions(name)
 
     def rows():
         events = Event.objects.all()

@@ -11,6 +11,7 @@ from relaybay.errors import InvalidInput, NotFound, RateLimited, Refused, Sender
 from relaybay.events import ping
 from relaybay.inputs import clean_text, parse_id
 from sessions_app import lib as session_lib
+from sessions_app.lib import Arrival
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
 from sessions_app.events import record_event, wake_session
 from sessions_app.hooks.delivery import BUDGET, answer_size
@@ -33,7 +34,7 @@ class Sender:
 
 
 def _live_exact_link(row):
-    return row.links.filter(exact=True).exclude(state=HookLink.State.ENDED).first()
+    return row.links.live().filter(exact=True).first()
 
 
 def _linked_elsewhere(name):
@@ -136,22 +137,23 @@ def get_message(message_id):
     return message
 
 
+SENDER_TOLD = {
+    Arrival.NO_LINK: (
+        "Not delivered: it never linked its own hook session, so no hook can carry this to it. "
+        "It gets it once it links (session_link with its hook_session, or RELAYBAY_SESSION when it starts); "
+        "the owner sees it on the board."
+    ),
+    Arrival.ENDED: "Not delivered: it has ended; this waits in case it comes back.",
+    Arrival.WAKING: "Not delivered yet: it is idle, and its wake-up hook is waiting: it is being woken with this now.",
+    Arrival.IDLE: "Not delivered yet: it is idle. It sees this at its next prompt or wake-up.",
+    Arrival.BUSY: "Not delivered yet: it reaches it at its next tool call or prompt.",
+}
+SENDER_TOLD[Arrival.GUESSED] = SENDER_TOLD[Arrival.NO_LINK]
+
+
 def reachability(recipient):
     """What the sender is told about when the message can arrive (SPEC §4.3)."""
-    link = session_lib.current_link(recipient)
-    if link is None or not link.exact:
-        return (
-            "Not delivered: it never linked its own hook session, so no hook can carry this to it. "
-            "It gets it once it links (session_link with its hook_session, or RELAYBAY_SESSION when it starts); "
-            "the owner sees it on the board."
-        )
-    if not link.live:
-        return "Not delivered: it has ended; this waits in case it comes back."
-    if link.state == HookLink.State.IDLE:
-        if link.waiter:
-            return "Not delivered yet: it is idle, and its wake-up hook is waiting: it is being woken with this now."
-        return "Not delivered yet: it is idle. It sees this at its next prompt or wake-up."
-    return "Not delivered yet: it reaches it at its next tool call or prompt."
+    return SENDER_TOLD[session_lib.arrival(recipient)]
 
 
 @dataclass
@@ -260,7 +262,7 @@ def _ack_proof(row, hook_session):
     id left behind by a restart does not. A row that never linked itself cannot prove
     anything, so anyone naming it may mark its mail, and the mark says so."""
     exact = row.links.filter(exact=True)
-    live = exact.exclude(state=HookLink.State.ENDED)
+    live = exact.live()
     proving = set((live if live.exists() else exact).values_list("hook_session", flat=True))
     if proving:
         return (hook_session or "").strip() in proving, True

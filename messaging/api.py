@@ -7,7 +7,7 @@ from relaybay.dbthreads import on_db_thread
 
 from sessions_app import lib as session_lib
 from sessions_app.actions import get_task, resolve_one
-from sessions_app.models import HookLink, Session
+from sessions_app.models import Session
 from sessions_app.schemas import ERRORS, Error
 
 from . import actions, lib
@@ -80,7 +80,7 @@ def sessions_list(request, query: Query[SessionsListQuery]):
     if query.folder:
         rows = rows.filter(folder=query.folder)
     if query.live_only:
-        rows = rows.filter(links__state__in=[HookLink.State.BUSY, HookLink.State.IDLE]).distinct()
+        rows = rows.live()
     sessions = []
     for row in rows[:500]:
         summary = session_lib.session_summary(row)

@@ -108,7 +108,7 @@ def _attach_recipients(messages, *, known):
 
     waiting = [m for m in messages if m.delivered_at is None and m.read_at is None and m.recipient_id]
     wanted = {m.recipient_id for m in waiting} - {known.pk}
-    rows = {row.pk: row for row in sessions_with_links(pk__in=wanted)} if wanted else {}
+    rows = {row.pk: row for row in sessions_with_links().filter(pk__in=wanted)} if wanted else {}
     rows[known.pk] = known
     for message in waiting:
         if message.recipient_id in rows:

@@ -8,6 +8,7 @@ from django.db.models import Count, Prefetch
 from django.utils import timezone
 
 from sessions_app import lib as session_lib
+from sessions_app.lib import Arrival
 from sessions_app.models import HookLink
 
 from .lib import read_mark
@@ -35,18 +36,17 @@ def messages_by_ids(ids):
     )
 
 
+BOARD_WAITING = {
+    **session_lib.NOT_DELIVERABLE,
+    Arrival.WAKING: "it is idle and its wake-up hook is waiting; it is being woken.",
+    Arrival.IDLE: "it is idle; it sees this at its next prompt or wake-up.",
+    Arrival.BUSY: "it is busy; it reaches it at its next tool call or prompt.",
+}
+
+
 def waiting_reason(message):
     """Why a message that is neither delivered nor read still waits, as the board says it."""
-    recipient = message.recipient
-    why = session_lib.why_not_deliverable(recipient)
-    if why:
-        return why
-    link = session_lib.current_link(recipient)
-    if link.state == HookLink.State.IDLE:
-        if link.waiter:
-            return "it is idle and its wake-up hook is waiting; it is being woken."
-        return "it is idle; it sees this at its next prompt or wake-up."
-    return "it is busy; it reaches it at its next tool call or prompt."
+    return BOARD_WAITING[session_lib.arrival(message.recipient)]
 
 
 def decorate_messages(messages):
@@ -62,6 +62,12 @@ def decorate_messages(messages):
         message.waiting = "" if (message.delivered_at or message.read_at) else waiting_reason(message)
         message.reply_count = replies.get(message.pk, 0)
     return messages
+
+
+def task_pairs(task):
+    """(sender handle, recipient handle) of each pair that exchanged messages tagged with `task`."""
+    tagged = SessionMessage.objects.filter(task=task, sender__isnull=False, recipient__isnull=False)
+    return {(f"S-{sender}", f"S-{recipient}") for sender, recipient in tagged.values_list("sender_id", "recipient_id").distinct()}
 
 
 def involving(sessions=(), task=None):

@@ -29,30 +29,21 @@ def candidates_sentence(rows):
     return "; ".join(parts)
 
 
+def _going_by(name):
+    """The one row going by `name`, or None; several is an error naming them."""
+    rows = lib.find_sessions(name)
+    if len(rows) > 1:
+        raise Ambiguous(f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.')
+    return rows[0] if rows else None
+
+
 def resolve_one(name, *, what="session"):
     """The one row going by `name`, or a clear error (none found / several found)."""
     name = lib.check_name(name, what=what)
-    rows = lib.find_sessions(name)
-    if not rows:
+    row = _going_by(name)
+    if row is None:
         raise NotFound(f'No session goes by "{name}". Use sessions_list to see the names you can use.')
-    if len(rows) > 1:
-        raise Ambiguous(
-            f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.'
-        )
-    return rows[0]
-
-
-def resolve_named(session=None, session_title=None, *, what="session"):
-    """The row a write names with `session` or `session_title`; None when no row goes by it."""
-    name = lib.check_name(session if session is not None else session_title, what=what)
-    if name is None:
-        return None, None
-    rows = lib.find_sessions(name)
-    if len(rows) > 1:
-        raise Ambiguous(
-            f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.'
-        )
-    return name, (rows[0] if rows else None)
+    return row
 
 
 def named_row(name, hook_session=None, *, kind):
@@ -60,11 +51,9 @@ def named_row(name, hook_session=None, *, kind):
     guessed for this hook id simply takes the name. Call inside a transaction."""
     # Two first writes under one new name, on two processes, must not make two rows.
     lib.serialize_on("name", fold_name(name))
-    rows = lib.find_sessions(name)
-    if len(rows) > 1:
-        raise Ambiguous(f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.')
-    if rows:
-        return rows[0], False
+    row = _going_by(name)
+    if row is not None:
+        return row, False
     link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first() if hook_session else None
     if link and link.session.kind == Session.Kind.HOOK and not link.exact and not link.session.title:
         row = link.session
@@ -121,7 +110,7 @@ def link_hook_session(row, hook_session):
                 _hand_over(previous, row)
         moved = True
     if moved:
-        for old in row.links.filter(exact=True).exclude(pk=link.pk).exclude(state=HookLink.State.ENDED):
+        for old in row.links.live().filter(exact=True).exclude(pk=link.pk):
             old.state = HookLink.State.ENDED
             old.save(update_fields=["state"])
         if link.cwd and not row.folder:

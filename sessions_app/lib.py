@@ -1,6 +1,7 @@
 """Reads and formatting for sessions: name lookup, link state, the texts hooks deliver."""
 
 import re
+from enum import StrEnum
 
 from django.db import connection
 from django.db.models import Prefetch, Q
@@ -74,19 +75,20 @@ def find_sessions(name):
         return []
     match = Q(name_keys__contains="\n" + fold_name(name) + "\n") | Q(desktop_id=name)
     match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
-    live = HookLink.objects.exclude(state=HookLink.State.ENDED)
+    live = HookLink.objects.live()
     match |= Q(pk__in=live.filter(native_name_key=fold_name(name)).values("session_id"))
     if name.startswith(("uds:", "/")):
         match |= Q(pk__in=live.filter(native_socket=socket_path(name)).values("session_id"))
     handle = HANDLE_RE.match(name)
     if handle and parse_id(handle.group(1)):
         match |= Q(pk=parse_id(handle.group(1)))
-    return sessions_with_links(match)
+    return list(sessions_with_links().filter(match))
 
 
-def sessions_with_links(*where, **match):
-    """Rows with their links loaded newest first, as current_link reads them."""
-    return list(Session.objects.filter(*where, **match).prefetch_related(Prefetch("links", HookLink.objects.order_by("-id"))))
+def sessions_with_links():
+    """Rows with their task and their links loaded, the links newest first as current_link
+    reads them: what lists of rows show without a query per row."""
+    return Session.objects.select_related("task").prefetch_related(Prefetch("links", HookLink.objects.order_by("-id")))
 
 
 def current_link(session):
@@ -106,25 +108,44 @@ def link_state(session):
     return ("exact" if link.exact else "guessed"), link.state
 
 
-def describe_link(session):
-    exactness, state = link_state(session)
-    if exactness == "none":
-        return "no hook link"
-    return f"{exactness}, {state}"
+class Arrival(StrEnum):
+    """When what is sent to a row can arrive: decided here once, worded by each caller."""
+
+    GONE = "gone"  # the row is gone
+    NO_LINK = "no link"  # no hook link at all
+    GUESSED = "guessed"  # its link is only guessed
+    ENDED = "ended"  # its exact link ended; it may come back
+    WAKING = "waking"  # idle, and its wake-up hook waits: woken now
+    IDLE = "idle"  # at its next prompt or wake-up
+    BUSY = "busy"  # at its next tool call or prompt
+
+
+def arrival(session):
+    if session is None:
+        return Arrival.GONE
+    link = current_link(session)
+    if link is None:
+        return Arrival.NO_LINK
+    if not link.exact:
+        return Arrival.GUESSED
+    if not link.live:
+        return Arrival.ENDED
+    if link.state == HookLink.State.IDLE:
+        return Arrival.WAKING if link.waiter else Arrival.IDLE
+    return Arrival.BUSY
+
+
+NOT_DELIVERABLE = {
+    Arrival.GONE: "its session row is gone.",
+    Arrival.NO_LINK: "it has no hook link of its own, so no hook can carry anything to it.",
+    Arrival.GUESSED: "its hook link is only guessed; it must link itself (session_link or RELAYBAY_SESSION).",
+    Arrival.ENDED: "it has ended; this waits in case it comes back.",
+}
 
 
 def why_not_deliverable(session):
     """A sentence saying why nothing can be delivered to this row now, or '' when it can."""
-    if session is None:
-        return "its session row is gone."
-    link = current_link(session)
-    if link is None:
-        return "it has no hook link of its own, so no hook can carry anything to it."
-    if not link.exact:
-        return "its hook link is only guessed; it must link itself (session_link or RELAYBAY_SESSION)."
-    if not link.live:
-        return "it has ended; this waits in case it comes back."
-    return ""
+    return NOT_DELIVERABLE.get(arrival(session), "")
 
 
 def how_to_link(hook_session=None):

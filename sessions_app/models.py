@@ -28,6 +28,16 @@ class Task(models.Model):
         return self.title
 
 
+class SessionQuerySet(models.QuerySet):
+    def live(self):
+        """Rows with a live link (HookLink.LIVE_STATES)."""
+        return self.filter(links__state__in=HookLink.LIVE_STATES).distinct()
+
+    def not_live(self):
+        """Rows without a live link: never linked, or every link ended."""
+        return self.exclude(links__state__in=HookLink.LIVE_STATES)
+
+
 class Session(models.Model):
     """One agent conversation (SPEC §1.1)."""
 
@@ -48,6 +58,8 @@ class Session(models.Model):
     # Title and aliases folded for case-insensitive lookup, one per line, framed by line
     # breaks so `contains("\nname\n")` matches whole names on SQLite and PostgreSQL alike.
     name_keys = models.TextField(blank=True, editable=False)
+
+    objects = SessionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-last_seen_at", "-id"]
@@ -85,6 +97,11 @@ class Session(models.Model):
         return self.handle
 
 
+class HookLinkQuerySet(models.QuerySet):
+    def live(self):
+        return self.filter(state__in=HookLink.LIVE_STATES)
+
+
 class HookLink(models.Model):
     """Ties one Claude Code session id to one session row (SPEC §1.2)."""
 
@@ -92,6 +109,9 @@ class HookLink(models.Model):
         BUSY = "busy"
         IDLE = "idle"
         ENDED = "ended"
+
+    # A link is live while its Claude Code session runs: the one definition of "live".
+    LIVE_STATES = (State.BUSY, State.IDLE)
 
     hook_session = models.CharField(max_length=200, unique=True)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="links")
@@ -116,6 +136,8 @@ class HookLink(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
 
+    objects = HookLinkQuerySet.as_manager()
+
     class Meta:
         ordering = ["-id"]
 
@@ -124,7 +146,7 @@ class HookLink(models.Model):
 
     @property
     def live(self):
-        return self.state != self.State.ENDED
+        return self.state in self.LIVE_STATES
 
     @property
     def carries_deliveries(self):

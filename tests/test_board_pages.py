@@ -424,6 +424,16 @@ class TestEventsAndMap:
         text = board.get("/map/", {"task": other.pk}).content.decode()
         assert "desktop one → hook-gamma" in text and "alpha → beta" not in text
 
+    def test_the_maps_task_filter_shows_task_tagged_messages_as_the_messages_filter_does(self, board, world):
+        # Neither session is in the task; their message is tagged with it.
+        delta, epsilon = named_session("delta"), named_session("epsilon")
+        send(delta, epsilon, "tagged for the task", task=world["task"].pk)
+        send(epsilon, delta, "not tagged", task="")
+        assert "tagged for the task" in board.get("/messages/", {"task": world["task"].pk}).content.decode()
+        text = board.get("/map/", {"task": world["task"].pk}).content.decode()
+        assert "delta → epsilon: 1 message<" in text and "epsilon → delta" not in text
+        assert "delta → epsilon" not in board.get("/map/", {"task": actions.do_save_task(title="Other").pk}).content.decode()
+
     @pytest.fixture
     def edge_cache(self):
         cache.delete(session_map.EDGE_CACHE_KEY)

@@ -87,8 +87,7 @@ def _first_link(hook_session, payload, now):
     row = None
     if cwd:
         free = list(
-            Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd)
-            .exclude(links__state__in=[HookLink.State.BUSY, HookLink.State.IDLE])[:2]
+            Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2]
         )
         if len(free) == 1:
             row = free[0]
