@@ -27,7 +27,28 @@ MAX_DEPTH = 8
 
 
 @dataclass
-class Sender:
+class Claim:
+    """Who a call says makes it: the name it gives and the hook link its hook_session names.
+    Nothing is proven yet; the send rule (resolve_sender) and the ack rule (resolve_reader)
+    judge it."""
+
+    name: str | None
+    hook_session: str | None
+    link: HookLink | None
+
+
+def claim_of(*, session=None, session_title=None, hook_session=None, what="session"):
+    name = session_lib.check_name(session if session is not None else session_title, what=what)
+    hook = (hook_session or "").strip() or None
+    link = HookLink.objects.select_related("session").filter(hook_session=hook).first() if hook else None
+    return Claim(name, hook, link)
+
+
+@dataclass
+class Caller:
+    """Who a call is, once a rule has judged its claim: the row, the name it goes by here,
+    and whether its proof holds (a live exact link of its own)."""
+
     row: Session
     name: str
     verified: bool
@@ -45,23 +66,17 @@ def _linked_elsewhere(name):
     )
 
 
-def resolve_sender(*, session=None, session_title=None, hook_session=None, create=True):
-    """Who is writing, by the rules of SPEC §4.2. Call inside a transaction: it may create an
-    `mcp` row or move a link, and a refusal raised later rolls those back."""
-    name = session_lib.check_name(session if session is not None else session_title, what="sender name")
-    hook_session = (hook_session or "").strip() or None
+def resolve_sender(claim):
+    """The send rule (SPEC §4.2): who writes. A row live under an exact link is written as
+    only with that link's id, or with a live id of the caller's own, which moves the link to
+    it (a restart). Call inside a transaction: it may create an `mcp` row or move a link, and
+    a refusal raised later rolls those back."""
+    name, hook_session, link = claim.name, claim.hook_session, claim.link
     if name is None and hook_session is None:
         raise SenderRefused(
             "The sender is required: pass session (your title or name) and hook_session "
             "(your CLAUDE_CODE_SESSION_ID) so the recipient knows who writes."
         )
-    link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first() if hook_session else None
-    if link is not None and link.exact and link.live and (name is None or link.session not in session_lib.find_sessions(name)):
-        if name is not None:
-            raise SenderRefused(
-                f'Hook session {hook_session} belongs to another live session, not to "{name}". '
-                "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."
-            )
     if name is None:
         if link is None:
             raise SenderRefused(
@@ -73,21 +88,18 @@ def resolve_sender(*, session=None, session_title=None, hook_session=None, creat
         held = _live_exact_link(link.session)
         if held is not None and held.pk != link.pk:
             raise SenderRefused(_linked_elsewhere(link.session.public_name))
-        return Sender(link.session, link.session.public_name, link.carries_deliveries)
-
-    if create:
-        row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
-    else:
-        row = resolve_one(name, what="session")
-    held = _live_exact_link(row)
-    proof = link if (link is not None and link.live) else None
-    if held is not None and (proof is None or proof.pk != held.pk):
-        if proof is None:
+        return Caller(link.session, link.session.public_name, link.carries_deliveries)
+    if link is not None and link.carries_deliveries and link.session not in session_lib.find_sessions(name):
+        raise SenderRefused(
+            f'Hook session {hook_session} belongs to another live session, not to "{name}". '
+            "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."
+        )
+    row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
+    if link is None or not link.live:
+        if _live_exact_link(row) is not None:
             raise SenderRefused(_linked_elsewhere(name))
-    if proof is not None:
-        result = link_hook_session(row, hook_session)
-        return Sender(row, name, result.verified)
-    return Sender(row, name, False)
+        return Caller(row, name, False)
+    return Caller(row, name, link_hook_session(row, hook_session).verified)
 
 
 def _check_body(body):
@@ -205,7 +217,7 @@ def do_send_message(*, body, to=None, task=None, in_reply_to=None, session=None,
 def _send_message(*, body, to, task, parent, session, session_title, hook_session):
     now = timezone.now()
     with transaction.atomic():
-        sender = resolve_sender(session=session, session_title=session_title, hook_session=hook_session)
+        sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
         Session.objects.select_for_update().filter(pk=sender.row.pk).first()
         if to not in (None, ""):
             recipient = resolve_one(to, what="recipient")
@@ -245,7 +257,7 @@ def _send_message(*, body, to, task, parent, session, session_title, hook_sessio
         record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
         record_event("message.sent", session=sender.row, data={**edge, "verified": sender.verified, "depth": message.depth})
         if parent is not None and parent.recipient_id == sender.row.pk:
-            proven, verified = _ack_proof(sender.row, hook_session)
+            proven, verified = _ack_proof(sender.row, (hook_session or "").strip() or None)
             if proven:
                 _mark_read([parent], reader=sender.row, verified=verified)
         wake_session(recipient)
@@ -254,7 +266,7 @@ def _send_message(*, body, to, task, parent, session, session_title, hook_sessio
 
 
 def _ack_proof(row, hook_session):
-    """(may it mark the row's mail read, is the mark verified), by SPEC §4.4.
+    """The ack rule (SPEC §4.4): (may the caller mark the row's mail read, is the mark verified).
 
     A row with an exact link, live or ended, needs that link's id: an ended link counts,
     because that session may come back and must then get what was not read in its name.
@@ -265,8 +277,25 @@ def _ack_proof(row, hook_session):
     live = exact.live()
     proving = set((live if live.exists() else exact).values_list("hook_session", flat=True))
     if proving:
-        return (hook_session or "").strip() in proving, True
+        return hook_session in proving, True
     return True, False
+
+
+def resolve_reader(claim):
+    """Whose mail the caller marks read, by the ack rule; refused when it cannot prove it."""
+    if claim.name is not None:
+        row = resolve_one(claim.name, what="session")
+    elif claim.link is not None:
+        row = claim.link.session
+    else:
+        raise InvalidInput("Say whose mail is read: pass session (your name) and hook_session.")
+    proven, verified = _ack_proof(row, claim.hook_session)
+    if not proven:
+        raise Refused(
+            f'"{row.public_name}" has an exact hook link: acknowledge with its hook_session '
+            "(your CLAUDE_CODE_SESSION_ID), so its mail is not marked read in its name by someone else."
+        )
+    return Caller(row, row.public_name, verified)
 
 
 def _mark_read(messages, *, reader, verified):
@@ -294,21 +323,8 @@ class AckResult:
 
 def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_session=None):
     with transaction.atomic():
-        name = session_lib.check_name(session if session is not None else session_title, what="session")
-        hook = (hook_session or "").strip()
-        link = HookLink.objects.select_related("session").filter(hook_session=hook).first() if hook else None
-        if name is not None:
-            row = resolve_one(name, what="session")
-        elif link is not None:
-            row = link.session
-        else:
-            raise InvalidInput("Say whose mail is read: pass session (your name) and hook_session.")
-        proven, verified = _ack_proof(row, hook)
-        if not proven:
-            raise Refused(
-                f'"{row.public_name}" has an exact hook link: acknowledge with its hook_session '
-                "(your CLAUDE_CODE_SESSION_ID), so its mail is not marked read in its name by someone else."
-            )
+        reader = resolve_reader(claim_of(session=session, session_title=session_title, hook_session=hook_session))
+        row, verified = reader.row, reader.verified
         if message_id not in (None, ""):
             message = get_message(message_id)
             if message.recipient_id != row.pk:
