@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from relaybay.errors import RelaybayError
@@ -72,7 +73,11 @@ def sessions_list(request):
                 | Q(links__hook_session=text)
             ).distinct()
         page = Paginator(sessions, 100).get_page(request.GET.get("page"))
-        return {"page": page, "sessions": lib.decorate_sessions(page.object_list)}
+        return {
+            "page": page,
+            "sessions": lib.decorate_sessions(page.object_list),
+            "refused_hooks": session_lib.refused_hooks_recently(timezone.now()),
+        }
 
     context = {
         "section": "sessions",

@@ -4,6 +4,7 @@ each recording its events and sending its refresh ping on commit (SPEC §0)."""
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from relaybay.errors import Ambiguous, InvalidInput, NotFound, Refused
@@ -12,7 +13,7 @@ from relaybay.inputs import clean_text, is_identifier_text, parse_id
 
 from . import lib
 from .events import record_event, wake_session
-from .models import Comment, HookLink, Session, Task, fold_name
+from .models import Comment, HookLink, RefusedHooks, Session, Task, fold_name
 
 COMMENT_MAX = 4000
 
@@ -282,3 +283,20 @@ def get_task(task_ref):
     if len(tasks) > 1:
         raise Ambiguous(f'Several tasks are titled "{task_ref}"; give the task id instead.')
     raise NotFound(f'No task "{task_ref}". Give a task id or its exact title.')
+
+
+def do_count_refused_hooks(*, count, now=None):
+    """Add `count` hook calls refused for their token to the current streak (a new one after
+    lib.REFUSED_HOOKS_RECENT without a refusal)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        row, created = RefusedHooks.objects.select_for_update().get_or_create(
+            pk=1, defaults={"count": count, "first_at": now, "last_at": now}
+        )
+        if created:
+            pass
+        elif now - row.last_at > lib.REFUSED_HOOKS_RECENT:
+            RefusedHooks.objects.filter(pk=1).update(count=count, first_at=now, last_at=now)
+        else:
+            RefusedHooks.objects.filter(pk=1).update(count=F("count") + count, last_at=now)
+    ping("sessions")

@@ -7,17 +7,35 @@ from django.conf import settings
 from ninja import Router, Status
 
 from relaybay import dbthreads, inputs
-from relaybay.auth import AsyncTokenAuth
+from relaybay.auth import AsyncTokenAuth, token_matches
 from relaybay.errors import InvalidInput
 from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
 from . import actions, lib
-from .hooks import delivery
+from .hooks import delivery, refusals
 from .hooks.ingest import ingest_hook
 from .schemas import ERRORS, DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, HookIn, RelayIn, WaitOut
 
 router = Router(tags=["hooks and sessions"])
 HOOK_BODY = HookIn.model_json_schema()
+
+
+class HookTokenAuth(AsyncTokenAuth):
+    """The token check of the hook routes, which also counts a refused call for the board's
+    warning (sessions connected with an old token)."""
+
+    def __call__(self, request):
+        checked = super().__call__(request)
+        return self._refused() if checked is None else checked  # None: no bearer token at all
+
+    async def authenticate(self, request, token):
+        return True if token_matches(token) else await self._refused()
+
+    async def _refused(self):
+        count = refusals.note_refused()
+        if count:
+            await dbthreads.run(actions.do_count_refused_hooks, count=count)
+        return None
 
 
 def _spooled_at(request):
@@ -33,7 +51,7 @@ def _spooled_at(request):
 @router.post(
     "/hooks",
     response={200: dict, **ERRORS},
-    auth=AsyncTokenAuth(),
+    auth=HookTokenAuth(),
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": HOOK_BODY}}}},
     summary="Post one Claude Code hook event",
     description="Takes the hook payload exactly as Claude Code sends it and returns the hook answer JSON. "
@@ -52,7 +70,7 @@ def post_hook(request):
 @router.get(
     "/hooks/wait",
     response={200: WaitOut, **ERRORS},
-    auth=AsyncTokenAuth(),
+    auth=HookTokenAuth(),
     summary="Wake-up long poll for an idle session",
     description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
     "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "

@@ -1,6 +1,7 @@
 """Reads and formatting for sessions: name lookup, link state, the texts hooks deliver."""
 
 import re
+from datetime import timedelta
 from enum import StrEnum
 
 from django.db import connection
@@ -10,7 +11,7 @@ from relaybay.errors import InvalidInput
 from relaybay.inputs import is_identifier_text, parse_id
 
 from .hooks.native import socket_path
-from .models import HookLink, Session, fold_name
+from .models import HookLink, RefusedHooks, Session, fold_name
 
 HANDLE_RE = re.compile(r"^S-([0-9]+)$")
 NAME_MAX = 200
@@ -191,3 +192,12 @@ def session_summary(session):
         "link": exactness,
         "state": state,
     }
+
+
+# How long the board warns about hook calls refused for a wrong token.
+REFUSED_HOOKS_RECENT = timedelta(hours=1)
+
+
+def refused_hooks_recently(now):
+    """The streak of refused hook calls if the last one is recent, else None."""
+    return RefusedHooks.objects.filter(pk=1, last_at__gte=now - REFUSED_HOOKS_RECENT).first()

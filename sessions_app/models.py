@@ -191,3 +191,18 @@ class Event(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class RefusedHooks(models.Model):
+    """Hook calls refused for a missing or wrong token, for the board's warning: sessions
+    still connected with an old token. One row; a new streak starts after a quiet hour."""
+
+    count = models.PositiveIntegerField(default=0)
+    first_at = models.DateTimeField()
+    last_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "refused hooks"
+
+    def __str__(self):
+        return f"{self.count} hook calls refused since {self.first_at:%Y-%m-%d %H:%M}"
