@@ -113,6 +113,8 @@ def read_json_body(request, *, what="The request body"):
 
 def clean_text(text):
     """`text` as valid text both databases store alike: lone surrogates and NUL replaced."""
+    if text.isascii():  # the common case, checked at C speed: no surrogate, perhaps a NUL
+        return text.replace("\x00", REPLACEMENT) if "\x00" in text else text
     return UNSTORABLE.sub(REPLACEMENT, text)
 
 
