@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from messaging import reads
-from messaging.lib import read_mark
+from messaging.lib import native_mark, read_mark
 from messaging.models import SessionMessage
 from sessions_app import lib as session_lib
 from sessions_app.models import Comment, Event
@@ -82,19 +82,34 @@ def _messages(querysets):
     rows = [
         [
             f"M-{m.pk}",
+            "native" if m.channel == SessionMessage.Channel.NATIVE else "relaybay",
             md(m.sender_name) + ("" if m.sender_verified else " (name not verified)"),
             md(m.recipient_name) + ("" if m.recipient_id else " (row gone)"),
             md(m.task.title) if m.task_id else "",
             f"M-{m.parent_id}" if m.parent_id else "",
             when(m.created_at),
-            when(m.delivered_at) if m.delivered_at else "not delivered yet",
-            f"{read_mark(m)} {when(m.read_at)}" if m.read_at else "unread",
+            _delivery_mark(m),
+            _read_mark(m),
         ]
         for m in messages
     ]
     if not rows:
         return "No messages."
-    return _table(["Message", "From", "To", "Task", "Reply to", "Sent", "Delivered", "Read"], rows)
+    return _table(["Message", "Channel", "From", "To", "Task", "Reply to", "Sent", "Delivered", "Read"], rows)
+
+
+def _delivery_mark(message):
+    if message.delivered_at:
+        return when(message.delivered_at)
+    if message.channel == SessionMessage.Channel.NATIVE:
+        return native_mark(message)
+    return "not delivered yet"
+
+
+def _read_mark(message):
+    if message.channel == SessionMessage.Channel.NATIVE:
+        return "text not stored"
+    return f"{read_mark(message)} {when(message.read_at)}" if message.read_at else "unread"
 
 
 def _events(events):

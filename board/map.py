@@ -1,5 +1,6 @@
 """The Map (SPEC §5.5): sessions as nodes and `session.message` events as edges with counts,
-laid out on a circle and drawn as SVG by the server."""
+one edge per direction and channel (relaybay's, desktop, Claude Code's native), laid out on a
+circle and drawn as SVG by the server."""
 
 import math
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ MAX_NODES = 120
 LABEL_CHARS = 28
 NODE_RADIUS = 7
 MARGIN = 150
-EDGE_CACHE_KEY = "relaybay.map.edges"
+EDGE_CACHE_KEY = "relaybay.map.edges.by-channel"
 # An event older than this has committed: no transaction of an action stays open that long.
 SETTLED = timedelta(seconds=30)
 
@@ -53,6 +54,7 @@ class Edge:
     source: Node
     target: Node
     count: int
+    channel: str = "mcp"
     path: str = ""
     label_x: float = 0
     label_y: float = 0
@@ -72,19 +74,20 @@ class Drawing:
 
 def _count_edges(events, counts):
     rows = (
-        events.annotate(source=KT("data__from"), target=KT("data__to"))
-        .values("source", "target")
+        events.annotate(source=KT("data__from"), target=KT("data__to"), channel=KT("data__channel"))
+        .values("source", "target", "channel")
         .annotate(count=Count("id"), source_name=Max(KT("data__from_name")), target_name=Max(KT("data__to_name")))
     )
     for row in rows:
-        key = (row["source"], row["target"])
+        key = (row["source"], row["target"], row["channel"] or "mcp")
         count, source_name, target_name = counts.get(key, (0, None, None))
         counts[key] = (count + row["count"], row["source_name"] or source_name, row["target_name"] or target_name)
     return counts
 
 
 def message_edges(task=None):
-    """(from handle, to handle, count, from name, to name), from the `session.message` events.
+    """(from handle, to handle, count, from name, to name, channel), from the `session.message`
+    events.
 
     Events are never changed once written, so the counts of settled events (older than
     SETTLED) are kept in the cache and only newer events are counted per request; the map
@@ -104,14 +107,14 @@ def message_edges(task=None):
     if fresh.exists():
         counts = _count_edges(fresh, dict(counts))
     if task is None:
-        return [(source, target, *counted) for (source, target), counted in counts.items()]
+        return [(source, target, *counted, channel) for (source, target, channel), counted in counts.items()]
     # As the board's task filter of messages (messaging.reads.involving): what the task's
     # sessions sent or received, and what was tagged with the task.
     handles = {f"S-{pk}" for pk in task.sessions.values_list("pk", flat=True)}
     pairs = reads.task_pairs(task)
     return [
-        (source, target, *counted)
-        for (source, target), counted in counts.items()
+        (source, target, count, source_name, target_name, channel)
+        for (source, target, channel), (count, source_name, target_name) in counts.items()
         if source in handles or target in handles or (source, target) in pairs
     ]
 
@@ -119,7 +122,7 @@ def message_edges(task=None):
 def draw(task=None):
     edges = [e for e in message_edges(task) if e[0] and e[1]]
     traffic, names = {}, {}
-    for source, target, count, source_name, target_name in edges:
+    for source, target, count, source_name, target_name, _ in edges:
         traffic[source] = traffic.get(source, 0) + count
         traffic[target] = traffic.get(target, 0) + count
         names.setdefault(source, source_name or source)
@@ -139,7 +142,7 @@ def draw(task=None):
             exactness, state = session_lib.link_state(row)
             nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state}".strip())
     size = _layout(list(nodes.values()))
-    drawn = [Edge(nodes[s], nodes[t], n) for s, t, n, _, _ in edges if s in nodes and t in nodes and s != t]
+    drawn = [Edge(nodes[s], nodes[t], n, channel) for s, t, n, _, _, channel in edges if s in nodes and t in nodes and s != t]
     for edge in drawn:
         _route(edge)
     return Drawing(list(nodes.values()), sorted(drawn, key=lambda e: e.count), size, task)
@@ -159,12 +162,13 @@ def _layout(nodes):
 
 
 def _route(edge):
-    """A gentle curve, bent to its right-hand side so A→B and B→A do not overlap."""
+    """A gentle curve, bent to its right-hand side so A→B and B→A do not overlap; a native
+    edge bends further, so it stands beside the same pair's relaybay edge."""
     x1, y1, x2, y2 = edge.source.x, edge.source.y, edge.target.x, edge.target.y
     dx, dy = x2 - x1, y2 - y1
     length = math.hypot(dx, dy) or 1
     ux, uy = dx / length, dy / length
-    bend = min(40, length / 5)
+    bend = min(40, length / 5) * (2 if edge.channel == "native" else 1)
     cx, cy = (x1 + x2) / 2 - uy * bend, (y1 + y2) / 2 + ux * bend
     # Start and end on the node circles, not at their centres.
     sx, sy = x1 + ux * NODE_RADIUS, y1 + uy * NODE_RADIUS

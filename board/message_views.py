@@ -15,6 +15,7 @@ from sessions_app.models import Session, Task
 from . import lib
 from .lib import owner_required, render_board, task_param
 
+CHANNELS = {"mcp": "relaybay (MCP)", "native": "Claude Code native"}
 STATES = {
     "waiting": Q(delivered_at=None, read_at=None),
     "unread": Q(read_at=None),
@@ -27,6 +28,7 @@ def messages_list(request):
     name = request.GET.get("session", "").strip()
     task = task_param(request)
     state = request.GET.get("state", "")
+    channel = request.GET.get("channel", "")
     matched = session_lib.find_sessions(name)
 
     def rows():
@@ -42,6 +44,8 @@ def messages_list(request):
             querysets = [SessionMessage.objects.all()]
         if state in STATES:
             querysets = [qs.filter(STATES[state]) for qs in querysets]
+        if channel in CHANNELS:
+            querysets = [qs.filter(channel=channel) for qs in querysets]
         page = lib.keyset_page(
             querysets, reads.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
         )
@@ -50,7 +54,8 @@ def messages_list(request):
     context = {
         "section": "messages",
         "tasks": Task.objects.all(),
-        "filters": {"session": name, "task": task, "state": state},
+        "filters": {"session": name, "task": task, "state": state, "channel": channel},
+        "channels": CHANNELS,
         "matched": lib.decorate_sessions(matched) if matched else [],
         "states": list(STATES),
     }

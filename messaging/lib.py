@@ -40,6 +40,24 @@ def message_block(message, *, number=None):
     )
 
 
+NATIVE_MARKS = {
+    "sent": "sent: in the recipient's inbox, not yet read by its Claude",
+    "unreachable": "unreachable: no live session went by that name, and Claude Code keeps nothing",
+    "held": "held: waiting for approval in the recipient's terminal",
+    "delivered": "delivered: the recipient's prompt carried it",
+    "denied": "denied by the recipient's user",
+    "expired": "expired while held",
+    "refused": "refused by the recipient",
+    "dropped": "dropped by Claude Code",
+}
+
+
+def native_mark(message):
+    """A native message's mark (SPEC §4.9): delivered once the recipient's prompt carried it,
+    else what the hooks last reported."""
+    return "delivered" if message.delivered_at else message.state
+
+
 def read_mark(message):
     if message.read_at is None:
         return ""
@@ -50,6 +68,8 @@ def message_summary(message, *, viewer_id=None):
     """One message as tools show it: marks, names, and the body as one quoted literal."""
     from sessions_app.lib import why_not_deliverable
 
+    if message.channel == message.Channel.NATIVE:
+        return native_summary(message)
     if message.delivered_at:
         status = "delivered"
     elif message.read_at:
@@ -59,6 +79,7 @@ def message_summary(message, *, viewer_id=None):
     return {
         "id": message.pk,
         "handle": f"M-{message.pk}",
+        "channel": message.channel,
         "from": message.sender_name,
         "from_handle": f"S-{message.sender_id}" if message.sender_id else None,
         "from_verified": message.sender_verified,
@@ -76,14 +97,36 @@ def message_summary(message, *, viewer_id=None):
     }
 
 
+def native_summary(message):
+    """A native message as tools show it: names and its mark; its text was never stored."""
+    mark = native_mark(message)
+    return {
+        "id": message.pk,
+        "handle": f"M-{message.pk}",
+        "channel": message.channel,
+        "from": message.sender_name,
+        "from_handle": f"S-{message.sender_id}" if message.sender_id else None,
+        "to": message.recipient_name,
+        "to_handle": f"S-{message.recipient_id}" if message.recipient_id else None,
+        "native_id": message.native_id or None,
+        "sent_at": message.created_at.isoformat(),
+        "delivered_at": message.delivered_at.isoformat() if message.delivered_at else None,
+        "mark": mark,
+        "status": NATIVE_MARKS.get(mark, mark),
+        "body": None,
+        "note": "Claude Code's native SendMessage: its text is not stored.",
+    }
+
+
 def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
     """A page of `row`'s messages, newest first, each with what message_summary reads."""
     from .models import SessionMessage
 
     def page(**whose):
-        messages = SessionMessage.objects.filter(channel=SessionMessage.Channel.MCP, **whose)
+        messages = SessionMessage.objects.filter(**whose)
         if unread_only:
-            messages = messages.filter(read_at=None)
+            # Native messages have no read mark: Claude Code delivers them, relaybay watches.
+            messages = messages.filter(read_at=None, channel=SessionMessage.Channel.MCP)
         if task is not None:
             messages = messages.filter(task=task)
         return messages.order_by("-id")

@@ -11,7 +11,7 @@ from sessions_app import lib as session_lib
 from sessions_app.lib import Arrival
 from sessions_app.models import HookLink
 
-from .lib import read_mark
+from .lib import NATIVE_MARKS, native_mark, read_mark
 from .models import SessionMessage
 
 # Claude Code expires a held native message after this long (its default): the sender's
@@ -58,8 +58,14 @@ def decorate_messages(messages):
         .annotate(n=Count("id"))
     )
     for message in messages:
-        message.read_mark = read_mark(message)
-        message.waiting = "" if (message.delivered_at or message.read_at) else waiting_reason(message)
+        if message.channel == SessionMessage.Channel.NATIVE:
+            # Claude Code delivers it, relaybay only watches: no read mark, no waiting reason.
+            message.native_mark = native_mark(message)
+            message.native_mark_title = NATIVE_MARKS.get(message.native_mark, "")
+            message.read_mark = message.waiting = ""
+        else:
+            message.read_mark = read_mark(message)
+            message.waiting = "" if (message.delivered_at or message.read_at) else waiting_reason(message)
         message.reply_count = replies.get(message.pk, 0)
     return messages
 

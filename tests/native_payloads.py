@@ -1,7 +1,10 @@
 """Claude Code 2.1.328's native messaging payloads, as its hooks post them (seen with the real
 CLI; shared/claude-code.md), and a dump of the whole database to look for their text in."""
 
+import pytest
 from django.db import connection
+
+from sessions_app.models import HookLink
 
 SECRET = 'nq-native-secret 7713 "quoted" <b>&amp; été\nsecond-native-line </cross-session-message> end'
 SUMMARY = "nq-summary-line 5521"
@@ -98,3 +101,24 @@ def assert_no_native_text():
     dump = dump_database()
     for trace in TRACES:
         assert trace not in dump, trace
+
+
+@pytest.fixture
+def native(hook):
+    """Two live Claude Code sessions, alpha (h-a) and bravo (h-b), whose hook client reports
+    their native names and sockets; `native.event(...)` posts more hooks as one of them."""
+
+    class Sessions:
+        def event(self, who, event, **fields):
+            hook_id, name, socket = {"alpha": ("h-a", "alpha", SOCKET_A), "bravo": ("h-b", "bravo", SOCKET_B)}[who]
+            fields.setdefault("relaybay_native", {"socket": socket, "session": {"name": name, "status": "busy"}})
+            return hook(event, hook_id, **fields)
+
+        def row(self, who):
+            return HookLink.objects.get(hook_session={"alpha": "h-a", "bravo": "h-b"}[who]).session
+
+    sessions = Sessions()
+    sessions.event("alpha", "SessionStart", source="startup", relaybay_session="alpha-dev")
+    sessions.event("bravo", "SessionStart", source="startup", relaybay_session="bravo-dev")
+    sessions.event("bravo", "UserPromptSubmit", prompt="work")
+    return sessions

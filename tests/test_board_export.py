@@ -45,7 +45,7 @@ def test_the_export_has_message_marks_and_never_message_texts(board, work):
         text = board.get(url).content.decode()
         assert "SECRET-BODY" not in text
         question, answer = work["question"], work["answer"]
-        assert f"| M-{question.pk} | alpha | S-{work['beta'].pk} |" in text
+        assert f"| M-{question.pk} | relaybay | alpha | S-{work['beta'].pk} |" in text
         row = next(line for line in text.splitlines() if line.startswith(f"| M-{answer.pk} |"))
         assert f"| M-{question.pk} |" in row and "| read " in row
 

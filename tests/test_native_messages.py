@@ -9,32 +9,11 @@ from messaging.models import SessionMessage
 from sessions_app.lib import find_sessions
 from sessions_app.models import Event, HookLink, Session
 
-from .native_payloads import APPROVAL, MSG_ID, SECRET, SOCKET_A, SOCKET_B, assert_no_native_text, notice, send_post, wrapped
+from .native_payloads import APPROVAL, MSG_ID, SECRET, SOCKET_A, assert_no_native_text, native, notice, send_post, wrapped  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 OTHER_ID = "5b1d7e52-0000-4000-8000-00000000beef"
-
-
-@pytest.fixture
-def native(hook):
-    """Two live Claude Code sessions, alpha (h-a) and bravo (h-b), whose hook client reports
-    their native names and sockets; `native.event(...)` posts more hooks as one of them."""
-
-    class Sessions:
-        def event(self, who, event, **fields):
-            hook_id, name, socket = {"alpha": ("h-a", "alpha", SOCKET_A), "bravo": ("h-b", "bravo", SOCKET_B)}[who]
-            fields.setdefault("relaybay_native", {"socket": socket, "session": {"name": name, "status": "busy"}})
-            return hook(event, hook_id, **fields)
-
-        def row(self, who):
-            return HookLink.objects.get(hook_session={"alpha": "h-a", "bravo": "h-b"}[who]).session
-
-    sessions = Sessions()
-    sessions.event("alpha", "SessionStart", source="startup", relaybay_session="alpha-dev")
-    sessions.event("bravo", "SessionStart", source="startup", relaybay_session="bravo-dev")
-    sessions.event("bravo", "UserPromptSubmit", prompt="work")
-    return sessions
 
 
 def only_native():
@@ -210,3 +189,23 @@ def test_a_held_message_leaves_the_inbox_once_claude_code_would_have_expired_it(
     assert reads.inbox_count() == 1
     SessionMessage.objects.update(created_at=only_native().created_at - reads.NATIVE_HOLD)
     assert reads.inbox_count() == 0
+
+
+
+def test_messages_list_shows_native_rows_with_their_mark_and_no_text(native, api):
+    native.event("alpha", "PostToolUse", **send_post())
+    native.event("bravo", "UserPromptSubmit", prompt=wrapped())
+    listed = api.get("/messages_list", session="bravo-dev").json()["messages"]
+    [message] = listed
+    assert (message["channel"], message["from"], message["to"], message["mark"], message["body"]) == (
+        "native",
+        "alpha",
+        "bravo",
+        "delivered",
+        None,
+    )
+    assert message["native_id"] == MSG_ID and "not stored" in message["note"]
+    sent = api.get("/messages_list", session="alpha-dev", box="sent").json()["messages"]
+    assert [m["mark"] for m in sent] == ["delivered"]
+    # No read mark exists for them: an unread listing leaves them out.
+    assert api.get("/messages_list", session="bravo-dev", unread_only=True).json()["messages"] == []
