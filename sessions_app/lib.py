@@ -7,6 +7,7 @@ from enum import StrEnum
 from django.db import connection
 from django.db.models import Prefetch, Q
 
+from relaybay import guidance
 from relaybay.errors import InvalidInput
 from relaybay.inputs import is_identifier_text, parse_id
 
@@ -174,6 +175,7 @@ def identity_text(link):
             + how_to_link(link.hook_session)
             + "."
         )
+    lines.append(guidance.CHANNELS)
     return "\n".join(lines)
 
 

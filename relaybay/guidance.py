@@ -1,0 +1,8 @@
+"""What relaybay tells a model, in words shared by its SessionStart answer and its MCP server's
+instructions (SPEC §4.9): one sentence, said once."""
+
+CHANNELS = (
+    "Two ways to write to another session: Claude Code's own SendMessage reaches only live sessions "
+    "on this machine and keeps nothing (relaybay records that it was sent, never its text); relaybay's "
+    "message_send also waits for idle and ended sessions, and the owner sees it on the board."
+)
