@@ -2,17 +2,22 @@
 visible, many rows' names and link states at once, and keyset pages that stay fast on large
 tables. The reads of messages live with messaging (messaging/reads.py)."""
 
+import json
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime
 
+from django.contrib import messages as flash
 from django.contrib.admin.views.decorators import staff_member_required
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils.html import escape
 
 from messaging.reads import unread_counts
+from relaybay.errors import RelaybayError
 from relaybay.inputs import parse_id
 from sessions_app import lib
-from sessions_app.models import Task
+from sessions_app.models import Event, HookLink, Task
 
 PAGE_SIZE = 50
 
@@ -66,6 +71,27 @@ def render_board(request, template, parts, context=None):
     for build in parts.values():
         context.update(build())
     return TemplateResponse(request, template, context)
+
+
+def composer_answer(request, write, *, composer, page):
+    """Answer a comment composer's post (board/_composer.html) with `write()`'s outcome.
+
+    htmx gets the composer back: emptied and marked sent when the comment was saved, else
+    with its text and the error sentence. A plain form post gets `page` again with a flash.
+    """
+    try:
+        result = write()
+    except RelaybayError as error:
+        if request.htmx:
+            answer = {**composer, "body": request.POST.get("body", ""), "error": error.message}
+            return TemplateResponse(request, "board/_composer.html", answer)
+        flash.error(request, error.message)
+        return redirect(page)
+    saved = f"Comment saved for {result.comment.session_name}; it reaches the session at its next hook."
+    if request.htmx:
+        return TemplateResponse(request, "board/_composer.html", {**composer, "sent": saved})
+    flash.success(request, saved)
+    return redirect(page)
 
 
 def decorate_sessions(sessions):
@@ -140,23 +166,96 @@ def keyset_page(querysets, rows_for, *, before=None, after=None, size=PAGE_SIZE)
 
 # --- Events ------------------------------------------------------------------------------
 
-# Hook payload fields an event row already shows as its name and its hook session.
-REPEATED_KEYS = {"hook_event_name", "session_id"}
+# Fields that tell nothing at a glance (the row's own name and hook id, ids, modes and
+# settings of every hook call); they stay in the event's expandable details.
+QUIET_KEYS = {"hook_event_name", "session_id", "prompt_id", "tool_use_id", "permission_mode", "effort", "cwd"}
 MARK_CHARS = 120
 
 
+def _clipped(text, limit=MARK_CHARS):
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _is_scalar(value):
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _is_blank(value):
+    return value is None or value is False or value in ("", [], {})
+
+
+def digest(value):
+    """A one-line reading of a field: an object's plain fields ("command: pytest -q"), a list's
+    items, a number of items when they are objects; "" when nothing reads at a glance."""
+    if isinstance(value, dict):
+        text = " · ".join(f"{key}: {item}" for key, item in value.items() if _is_scalar(item) and str(item).strip())
+    elif isinstance(value, list):
+        if all(_is_scalar(item) for item in value):
+            text = ", ".join(str(item) for item in value)
+        else:
+            text = f"{len(value)} item{'s' if len(value) != 1 else ''}"
+    else:
+        text = str(value)
+    return _clipped(" ".join(text.split()))
+
+
 def event_marks(event):
-    """An event's data as short (name, value) marks: long values cut, nested ones only named."""
+    """An event's data as short (name, value) marks: what reads at a glance, nothing empty."""
     marks = []
     for key, value in (event.data or {}).items():
-        if key in REPEATED_KEYS:
+        if key in QUIET_KEYS or _is_blank(value):
             continue
-        if isinstance(value, list) and all(isinstance(item, (str, int, float, bool)) for item in value):
-            text = ", ".join(str(item) for item in value)
-        elif isinstance(value, (dict, list)):
-            marks.append((key, "{…}" if isinstance(value, dict) else "[…]"))
-            continue
-        else:
-            text = str(value)
-        marks.append((key, text if len(text) <= MARK_CHARS else text[: MARK_CHARS - 1] + "…"))
+        text = digest(value)
+        if text:
+            marks.append((key, text))
     return marks
+
+
+def event_details(event):
+    """Every stored field of an event, for the details a row expands on demand; "" when its
+    marks already show them all."""
+    data = event.data or {}
+    shown = dict(event_marks(event))
+    if all(_is_scalar(value) and shown.get(key) == str(value) for key, value in data.items()):
+        return ""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+# --- What a session is doing now -----------------------------------------------------------
+
+
+@dataclass
+class Activity:
+    """The top of a session's page: its state, since when, its current tool, its last prompt."""
+
+    state: str  # busy, idle, ended; "" when no hook link speaks for the row
+    since: datetime | None = None
+    tool: str = ""
+    tool_input: str = ""
+    prompt: str = ""
+    prompt_at: datetime | None = None
+
+
+def activity(session):
+    link = lib.current_link(session)
+    if link is None:
+        return Activity("")
+    hook_events = Event.objects.filter(session=session, hook_session=link.hook_session, name__startswith="hook.").order_by("-id")
+    prompt = hook_events.filter(name="hook.UserPromptSubmit").only("data", "created_at").first()
+    now = Activity(link.state, since=link.last_event_at)
+    if prompt is not None:
+        now.prompt, now.prompt_at = str(prompt.data.get("prompt") or ""), prompt.created_at
+    if link.state == HookLink.State.BUSY:
+        last = hook_events.only("name", "data", "created_at").first()
+        if last is not None and last.name == "hook.PreToolUse":
+            now.tool = str(last.data.get("tool_name") or "")
+            now.tool_input = digest(last.data.get("tool_input") or "")
+            now.since = last.created_at
+        elif prompt is not None:
+            now.since = prompt.created_at
+    else:
+        turned = "hook.SessionEnd" if link.state == HookLink.State.ENDED else "hook.Stop"
+        last = hook_events.filter(name__in=[turned, "hook.SessionStart"]).only("created_at").first()
+        if last is not None:
+            now.since = last.created_at
+    return now

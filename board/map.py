@@ -22,7 +22,11 @@ from . import lib
 MAX_NODES = 120
 LABEL_CHARS = 28
 NODE_RADIUS = 7
+FONT_SIZE = 11
 MARGIN = 150
+# The drawing is scaled to fill the page (about this many pixels high on a laptop): beyond
+# this size, nodes, labels and arrows grow with it so they stay readable once scaled down.
+SHOWN_PX = 600
 EDGE_CACHE_KEY = "relaybay.map.edges.by-channel"
 # An event older than this has committed: no transaction of an action stays open that long.
 SETTLED = timedelta(seconds=30)
@@ -58,10 +62,11 @@ class Edge:
     path: str = ""
     label_x: float = 0
     label_y: float = 0
+    scale: float = 1.0
 
     @property
     def width(self):
-        return round(1 + math.log2(self.count), 2)
+        return round((1 + math.log2(self.count)) * self.scale, 2)
 
 
 @dataclass
@@ -70,6 +75,19 @@ class Drawing:
     edges: list
     size: int
     task: Task | None
+    scale: float = 1.0
+
+    @property
+    def font_size(self):
+        return round(FONT_SIZE * self.scale, 1)
+
+    @property
+    def node_radius(self):
+        return round(NODE_RADIUS * self.scale, 1)
+
+    @property
+    def arrow_size(self):
+        return round(10 * self.scale, 1)
 
 
 def _count_edges(events, counts):
@@ -141,38 +159,49 @@ def draw(task=None):
         else:
             exactness, state = session_lib.link_state(row)
             nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state}".strip())
-    size = _layout(list(nodes.values()))
+    scale = _scale(len(nodes))
+    size = _layout(list(nodes.values()), scale)
     drawn = [Edge(nodes[s], nodes[t], n, channel) for s, t, n, _, _, channel in edges if s in nodes and t in nodes and s != t]
     for edge in drawn:
-        _route(edge)
-    return Drawing(list(nodes.values()), sorted(drawn, key=lambda e: e.count), size, task)
+        _route(edge, scale)
+    return Drawing(list(nodes.values()), sorted(drawn, key=lambda e: e.count), size, task, scale)
 
 
-def _layout(nodes):
-    radius = max(110, len(nodes) * 9)
-    center = radius + MARGIN
+def _radius(count):
+    return max(110, count * 9)
+
+
+def _scale(count):
+    """How much larger than at SHOWN_PX the drawing of `count` nodes is."""
+    return max(1.0, 2 * (_radius(count) + MARGIN) / SHOWN_PX)
+
+
+def _layout(nodes, scale=1.0):
+    radius = _radius(len(nodes))
+    center = radius + MARGIN * scale
     for i, node in enumerate(nodes):
         angle = -math.pi / 2 + 2 * math.pi * i / max(1, len(nodes))
         node.x = round(center + radius * math.cos(angle), 1)
         node.y = round(center + radius * math.sin(angle), 1)
         right = math.cos(angle) >= -1e-9
         node.anchor = "start" if right else "end"
-        node.label_x = round(node.x + (NODE_RADIUS + 5) * (1 if right else -1), 1)
+        node.label_x = round(node.x + (NODE_RADIUS + 5) * scale * (1 if right else -1), 1)
     return int(2 * center)
 
 
-def _route(edge):
+def _route(edge, scale=1.0):
     """A gentle curve, bent to its right-hand side so A→B and B→A do not overlap; a native
     edge bends further, so it stands beside the same pair's relaybay edge."""
+    edge.scale = scale
     x1, y1, x2, y2 = edge.source.x, edge.source.y, edge.target.x, edge.target.y
     dx, dy = x2 - x1, y2 - y1
     length = math.hypot(dx, dy) or 1
     ux, uy = dx / length, dy / length
-    bend = min(40, length / 5) * (2 if edge.channel == "native" else 1)
+    bend = min(40 * scale, length / 5) * (2 if edge.channel == "native" else 1)
     cx, cy = (x1 + x2) / 2 - uy * bend, (y1 + y2) / 2 + ux * bend
     # Start and end on the node circles, not at their centres.
-    sx, sy = x1 + ux * NODE_RADIUS, y1 + uy * NODE_RADIUS
-    ex, ey = x2 - ux * (NODE_RADIUS + 4), y2 - uy * (NODE_RADIUS + 4)
+    sx, sy = x1 + ux * NODE_RADIUS * scale, y1 + uy * NODE_RADIUS * scale
+    ex, ey = x2 - ux * (NODE_RADIUS + 3) * scale, y2 - uy * (NODE_RADIUS + 3) * scale
     edge.path = f"M{sx:.1f},{sy:.1f} Q{cx:.1f},{cy:.1f} {ex:.1f},{ey:.1f}"
     edge.label_x = round(0.25 * sx + 0.5 * cx + 0.25 * ex, 1)
     edge.label_y = round(0.25 * sy + 0.5 * cy + 0.25 * ey, 1)

@@ -4,12 +4,15 @@ from django.contrib import messages as flash
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from messaging import reads
 from messaging.actions import do_mark_inbox_seen
 from messaging.models import SessionMessage
+from relaybay.errors import InvalidInput, NotFound
 from sessions_app import lib as session_lib
+from sessions_app.actions import do_write_comment
 from sessions_app.models import Session, Task
 
 from . import lib
@@ -70,6 +73,26 @@ def message_thread(request, pk):
         return {"thread": reads.whole_thread(message)}
 
     return render_board(request, "messaging/thread.html", {"thread-rows": thread}, {"section": "messages", "message": message})
+
+
+@owner_required
+@require_POST
+def comment_on_message(request, pk):
+    """The owner writes, from a message's row, to its sender or its recipient."""
+    message = get_object_or_404(SessionMessage.objects.select_related("sender", "recipient"), pk=pk)
+
+    def write():
+        to = request.POST.get("to")
+        if to not in ("sender", "recipient"):
+            raise InvalidInput("Choose whom the comment is for: the message's sender or its recipient.")
+        session = message.sender if to == "sender" else message.recipient
+        if session is None:
+            name = message.sender_name if to == "sender" else message.recipient_name
+            raise NotFound(f'The session row of "{name}" is gone: no hook can carry a comment to it.')
+        return do_write_comment(session=session, body=request.POST.get("body", ""), author=request.user)
+
+    action = reverse("message-comment", args=[pk])
+    return lib.composer_answer(request, write, composer={"action": action, "m": message}, page=reverse("message", args=[pk]))
 
 
 @owner_required

@@ -27,6 +27,7 @@ urlpatterns = [
     path("search/", views.search_view, name="search"),
     path("messages/", message_views.messages_list, name="messages"),
     path("messages/<int:pk>/", message_views.message_thread, name="message"),
+    path("messages/<int:pk>/comment/", message_views.comment_on_message, name="message-comment"),
     path("inbox/", message_views.inbox, name="inbox"),
     path("inbox/count/", message_views.inbox_count, name="inbox-count"),
     path("inbox/<int:pk>/seen/", message_views.inbox_seen, name="inbox-seen"),

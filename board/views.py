@@ -10,6 +10,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -95,7 +96,7 @@ def session_detail(request, pk):
     lib.decorate_sessions([session])
 
     def link():
-        return {"links": list(session.links.all())}
+        return {"links": list(session.links.all()), "activity": lib.activity(session)}
 
     def comments():
         return {"comments": list(session.comments.select_related("author").order_by("-id")[:100])}
@@ -127,12 +128,12 @@ def session_detail(request, pk):
 @require_POST
 def write_comment(request, pk):
     session = get_object_or_404(Session, pk=pk)
-    _run(
+    return lib.composer_answer(
         request,
         lambda: actions.do_write_comment(session=session, body=request.POST.get("body", ""), author=request.user),
-        "Comment saved; it reaches the session at its next hook.",
+        composer={"action": reverse("session-comment", args=[pk])},
+        page=reverse("session", args=[pk]),
     )
-    return redirect("session", pk=pk)
 
 
 @owner_required

@@ -25,7 +25,8 @@ def plain(value):
 
 @register.filter
 def ago(moment):
-    """A short age (12s, 5m, 3h, 2d) in a <time> element with the exact time as its title."""
+    """A short age (12s, 5m, 3h, 2d) in a <time> element with the exact time as its title;
+    static/board/live.js keeps it counting on an open page."""
     if not isinstance(moment, datetime):
         return ""
     seconds = max(0, int((timezone.now() - moment).total_seconds()))
@@ -36,7 +37,7 @@ def ago(moment):
     else:
         short = f"{seconds}s"
     exact = timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z")
-    return format_html('<time datetime="{}" title="{}">{} ago</time>', moment.isoformat(), exact, short)
+    return format_html('<time class="ago" datetime="{}" title="{}">{} ago</time>', moment.isoformat(), exact, short)
 
 
 @register.filter
@@ -54,6 +55,11 @@ def inbox_count():
 @register.filter
 def marks(event):
     return lib.event_marks(event)
+
+
+@register.filter
+def details(event):
+    return lib.event_details(event)
 
 
 @register.simple_tag(takes_context=True)

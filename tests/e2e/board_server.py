@@ -10,6 +10,7 @@ import sys
 from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, server_env, start_relaybay, stop_relaybay
 
 OWNER = ("owner", "owner-password-1")
+ARTIFACTS = REPO_ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -46,3 +47,9 @@ def log_in(page, live):
     page.fill("input[name=password]", OWNER[1])
     page.click("button[type=submit]")
     page.wait_for_url(f"{live.url}/")
+
+
+def shot(page, name):
+    """A full-page screenshot kept in test-artifacts/ for a person to look at."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=ARTIFACTS / f"board-{name}.png", full_page=True)

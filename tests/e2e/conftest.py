@@ -1,6 +1,11 @@
 """Fixtures for end-to-end tests: the scripted model server and the real Claude Code CLI."""
 
+import os
+
+import playwright.sync_api as playwright
 import pytest
+
+from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS
 
 from tests.e2e.claude_cli import parse_result, run_claude
 from tests.e2e.model_server import ModelServer
@@ -35,3 +40,15 @@ def claude(model, project, home):
         return parse_result(completed)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium driven by Playwright, one per test module."""
+    if not os.path.exists(CHROMIUM):
+        # Never a skip: a missing browser must fail the run (make test installs it).
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium", pytrace=False)
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

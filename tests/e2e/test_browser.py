@@ -3,19 +3,16 @@ relaybay under daphne: the page changes live, without reloading, as hooks, sends
 arrive through the API. Screenshots of every page go to test-artifacts/.
 """
 
-import os
 import re
-from pathlib import Path
 
 import playwright.sync_api as playwright
 import pytest
 
-from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, log_in, start_board, stop_board
+from tests.e2e.board_server import log_in, shot, start_board, stop_board
 from tests.live_server import LiveRelaybay, drop_database, scale_out_env, start_relaybay, stop_relaybay
 
 expect = playwright.expect
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LIVE_TIMEOUT = 5000
 
 
@@ -29,17 +26,6 @@ def live(tmp_path_factory):
     stop_board(server)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        # Never a skip: a missing browser must fail the run (make test installs it).
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium", pytrace=False)
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def page(browser, live):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -47,11 +33,6 @@ def page(browser, live):
     log_in(page, live)
     yield page
     context.close()
-
-
-def shot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=ARTIFACTS / f"board-{name}.png", full_page=True)
 
 
 def open_live(page, live, path):
@@ -154,7 +135,8 @@ def test_a_comment_from_the_composer_is_delivered_at_the_next_hook(page, live):
     open_live(page, live, f"/sessions/{alpha}/")
     page.fill("#composer textarea[name=body]", "Owner here: please rebase on main.")
     page.click("#composer button")
-    expect(page.locator(".flash")).to_contain_text("it reaches the session at its next hook")
+    expect(page.locator("#composer .composer-status")).to_contain_text("Comment saved for alpha; it reaches the session at its next hook")
+    expect(page.locator("#composer textarea")).to_have_value("")
     comment = page.locator("#session-comments tbody tr").first
     expect(comment).to_contain_text("Owner here: please rebase on main.")
     expect(comment).to_contain_text("not delivered yet")

@@ -1,0 +1,89 @@
+"""The top of a session's page says what it is doing now, and its events read at a glance
+with their details on demand (issue 9, point 7)."""
+
+import re
+
+import pytest
+
+from sessions_app.hooks.ingest import ingest_hook
+from tests.board_fixtures import board, htmx_get, named_session, owner  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+def hook(session, event, **fields):
+    return ingest_hook({"hook_event_name": event, "session_id": session.hook_session, "cwd": "/work/alpha", **fields})
+
+
+def now_panel(board, session):
+    page = htmx_get(board, f"/sessions/{session.pk}/", "session-link").content.decode()
+    return re.search(r'<div class="panel now" id="now">(.*?)</div>\s*<div class="panel">', page, re.S).group(1)
+
+
+def test_a_busy_session_shows_its_current_tool_and_its_last_prompt(board):
+    alpha = named_session("alpha")
+    hook(alpha, "UserPromptSubmit", prompt="Split the <ledger> module")
+    hook(alpha, "PreToolUse", tool_name="Bash", tool_input={"command": "pytest -q tests/ledger", "description": "run tests"})
+    panel = now_panel(board, alpha)
+    assert "busy" in panel and 'running <span class="mono"><bdi>Bash</bdi></span>' in panel
+    assert "command: pytest -q tests/ledger" in panel and "since" in panel
+    assert "Last prompt" in panel and "Split the &lt;ledger&gt; module" in panel
+
+
+def test_a_session_between_tools_is_working_on_its_prompt(board):
+    alpha = named_session("alpha")
+    hook(alpha, "UserPromptSubmit", prompt="go")
+    hook(alpha, "PreToolUse", tool_name="Read", tool_input={"file_path": "/a"})
+    hook(alpha, "PostToolUse", tool_name="Read", tool_input={"file_path": "/a"}, tool_response="text")
+    panel = now_panel(board, alpha)
+    assert "working on its prompt" in panel and "running" not in panel
+
+
+def test_an_idle_session_says_since_when(board):
+    alpha = named_session("alpha")
+    hook(alpha, "UserPromptSubmit", prompt="go")
+    hook(alpha, "Stop", stop_hook_active=False)
+    stop = alpha.events.get(name="hook.Stop")
+    panel = now_panel(board, alpha)
+    assert "idle" in panel and "waiting for a prompt" in panel
+    assert f'idle since {stop.created_at:%Y-%m-%d %H:%M:%S}' in panel
+
+
+def test_a_session_without_a_hook_link_says_so(board):
+    from sessions_app.actions import do_register_desktop
+
+    desk = do_register_desktop(desktop_id="desk-1", title="ui", status="active").session
+    panel = now_panel(board, desk)
+    assert "no hook link" in panel and "desktop status: <bdi>active</bdi>" in panel
+
+
+def test_events_show_what_reads_at_a_glance_and_keep_the_rest_behind_details(board):
+    alpha = named_session("alpha")
+    hook(
+        alpha, "Stop", stop_hook_active=False, background_tasks=[], session_crons=[],
+        effort={"level": "high"}, permission_mode="default", prompt_id="p-1",
+    )  # fmt: skip
+    events = htmx_get(board, f"/sessions/{alpha.pk}/", "session-events").content.decode()
+    row = re.search(r'<td class="nowrap">hook.Stop.*?</tr>', events, re.S).group(0)
+    summary, details = row.split('<td class="small event-summary">', 1)[1].split("<details", 1)
+    for dump in ("effort", "background_tasks", "session_crons", "permission_mode", "prompt_id", "{…}", "=", "stop_hook_active"):
+        assert dump not in summary, dump
+    assert "<summary>all fields" in details
+    assert "&quot;effort&quot;: {" in details and "&quot;level&quot;: &quot;high&quot;" in details
+
+
+def test_a_tool_call_event_reads_as_its_tool_and_input(board):
+    alpha = named_session("alpha")
+    hook(alpha, "PreToolUse", tool_name="Bash", tool_input={"command": "make <test>"}, tool_use_id="t-1")
+    events = htmx_get(board, f"/sessions/{alpha.pk}/", "session-events").content.decode()
+    assert '<span class="muted">tool_name</span> <bdi>Bash</bdi>' in events
+    assert '<span class="muted">tool_input</span> <bdi>command: make &lt;test&gt;</bdi>' in events
+    assert "tool_use_id</span>" not in events
+
+
+def test_an_event_whose_marks_show_everything_has_no_details_to_expand(board):
+    alpha = named_session("alpha")
+    link_exact = alpha.events.get(name="link.exact")
+    events = htmx_get(board, f"/sessions/{alpha.pk}/", "session-events").content.decode()
+    row = re.search(rf'<tr id="event-{link_exact.pk}">.*?</tr>', events, re.S).group(0)
+    assert "<details" not in row and '<span class="muted">name</span> <bdi>alpha</bdi>' in row
