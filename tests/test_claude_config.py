@@ -8,8 +8,12 @@ import sys
 from io import StringIO
 from pathlib import Path
 
+import httpx2
 import pytest
 from django.core.management import CommandError, call_command
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.live_server import MANAGE, live_relaybay  # noqa: F401  (fixture)
 
@@ -149,18 +153,54 @@ def test_http_variant_keeps_session_start_and_the_wake_up_as_command_hooks():
     assert (wake_up["type"], wake_up["asyncRewake"]) == ("command", True)
 
 
-def test_mcp_variant_prints_the_mcp_config_and_the_claude_mcp_add_line():
+def test_the_mcp_server_is_relaybays_http_server_with_the_process_proof_helper():
     config, hint = claude_config("--mcp")
+    server = config["mcpServers"]["relaybay"]
+    assert server["type"] == "http"
+    assert server["url"] == f"{URL}/mcp"
+    assert server["headers"] == {"Authorization": f"Bearer {TOKEN}"}
+    python, flag, helper = shlex.split(server["headersHelper"])
+    assert (flag, helper) == ("-S", str(HOOK_CLIENT.parent / "relaybay-mcp-headers"))
+    assert Path(python).is_file() and Path(helper).is_file()
+    line = next(line.strip() for line in hint.splitlines() if line.strip().startswith("claude mcp add-json"))
+    words = shlex.split(line)
+    assert words[:4] == ["claude", "mcp", "add-json", "relaybay"]
+    assert json.loads(words[4]) == server
+    assert words[5:] == ["--scope", "user"]
+
+
+def test_mcp_stdio_connects_the_stdio_server_without_django():
+    config, _ = claude_config("--mcp-stdio")
     server = config["mcpServers"]["relaybay"]
     assert server["type"] == "stdio"
     assert server["command"] == sys.executable and Path(server["command"]).is_file()
-    assert server["args"] == [str(MANAGE), "mcp"] and MANAGE.is_file()
-    assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN}
-    line = next(line.strip() for line in hint.splitlines() if line.strip().startswith("claude mcp add"))
-    words = shlex.split(line)
-    assert words[:6] == ["claude", "mcp", "add", "--transport", "stdio", "relaybay"]
-    assert f"RELAYBAY_TOKEN={TOKEN}" in words
-    assert words[words.index("--") + 1 :] == [sys.executable, str(MANAGE), "mcp"]
+    assert server["args"] == ["-m", "relaybay.mcp.server"]
+    assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN, "PYTHONPATH": str(MANAGE.parent)}
+
+
+async def test_both_printed_mcp_entries_answer_through_the_sdk_client(live_relaybay, settings, tmp_path):
+    # The entries run as Claude Code runs them: the helper through sh with the process's
+    # messaging token, the stdio server as the command with its env (and nothing else).
+    settings.RELAYBAY_TOKEN = live_relaybay.token
+    live_relaybay.start_session("hook-printed-mcp", "Printed MCP")
+    http_entry = claude_config("--url", live_relaybay.url, "--mcp")[0]["mcpServers"]["relaybay"]
+    stdio_entry = claude_config("--url", live_relaybay.url, "--mcp", "--mcp-stdio")[0]["mcpServers"]["relaybay"]
+    messaging = {"PATH": "/usr/bin:/bin", "CLAUDE_CODE_MESSAGING_TOKEN": "secret-of-one-claude-process"}
+    helper = subprocess.run(["sh", "-c", http_entry["headersHelper"]], env=messaging, capture_output=True, text=True, timeout=30)
+    assert set(json.loads(helper.stdout)) == {"X-Relaybay-Process"}
+    async with httpx2.AsyncClient(headers={**http_entry["headers"], **json.loads(helper.stdout)}) as client:
+        async with streamable_http_client(http_entry["url"], http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                over_http = await session.call_tool("sessions_list", {"live_only": True})
+    params = StdioServerParameters(command=stdio_entry["command"], args=stdio_entry["args"], env=stdio_entry["env"], cwd=str(tmp_path))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            over_stdio = await session.call_tool("sessions_list", {"live_only": True})
+    assert not over_http.is_error and not over_stdio.is_error
+    assert over_http.structured_content == over_stdio.structured_content
+    assert "Printed MCP" in [row["name"] for row in over_http.structured_content["sessions"]]
 
 
 def test_a_wait_that_is_not_positive_is_refused():

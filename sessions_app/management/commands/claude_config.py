@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
-MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
+MCP_HEADERS_HELPER = Path(settings.BASE_DIR) / "bin" / "relaybay-mcp-headers"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
 # PreToolUse/PostToolUse match tool names ("*": every tool). SessionStart and SessionEnd
 # match the source or reason, where "" matches all; UserPromptSubmit and Stop take none.
@@ -108,28 +108,40 @@ def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, wa
     return {"env": {"RELAYBAY_HOOK": launcher, "RELAYBAY_HOOK_CONFIG": str(config)}, "hooks": hooks}
 
 
-def mcp_config(*, url, token):
-    """The `--mcp-config` object for relaybay's stdio MCP server."""
+def mcp_config(*, url, token, stdio=False, python=None):
+    """The `--mcp-config` object for relaybay's MCP server.
+
+    By default relaybay's own http server at /mcp: no process per session. Its headersHelper
+    sends the proof of the claude process (a digest of its messaging token), which tells
+    relaybay the session calling. With `stdio`, a server process per session, started with the
+    session's CLAUDE_CODE_SESSION_ID; it runs without Django (PYTHONPATH finds relaybay/mcp).
+    """
+    if stdio:
+        return {
+            "mcpServers": {
+                "relaybay": {
+                    "type": "stdio",
+                    "command": sys.executable,
+                    "args": ["-m", "relaybay.mcp.server"],
+                    "env": {"RELAYBAY_URL": url, "RELAYBAY_TOKEN": token, "PYTHONPATH": str(settings.BASE_DIR)},
+                }
+            }
+        }
     return {
         "mcpServers": {
             "relaybay": {
-                "type": "stdio",
-                "command": sys.executable,
-                "args": [str(MANAGE_PY), "mcp"],
-                "env": {"RELAYBAY_URL": url, "RELAYBAY_TOKEN": token},
+                "type": "http",
+                "url": f"{url.rstrip('/')}/mcp",
+                "headers": {"Authorization": f"Bearer {token}"},
+                "headersHelper": shlex.join([python or hook_python(), "-S", str(MCP_HEADERS_HELPER)]),
             }
         }
     }
 
 
-def mcp_add_line(*, url, token):
-    return shlex.join(
-        [
-            "claude", "mcp", "add", "--transport", "stdio", "relaybay", "--scope", "user",
-            "-e", f"RELAYBAY_URL={url}", "-e", f"RELAYBAY_TOKEN={token}",
-            "--", sys.executable, str(MANAGE_PY), "mcp",
-        ]
-    )  # fmt: skip
+def mcp_add_line(server):
+    """The `claude mcp add-json` line that registers `server` (one mcpServers entry) for every project."""
+    return shlex.join(["claude", "mcp", "add-json", "relaybay", json.dumps(server), "--scope", "user"])
 
 
 def write_private(path, config):
@@ -170,7 +182,10 @@ class Command(BaseCommand):
         "their Authorization header; SessionStart and the wake-up stay command hooks, as Claude Code "
         "requires. The same file also holds the `mcpServers` entry for relaybay's MCP server: Claude Code "
         "reads hooks from `--settings FILE` and MCP servers from `--mcp-config FILE`, so pass the one file "
-        "to both. With --mcp: only the MCP server's entry (and the `claude mcp add` line on stderr). "
+        "to both. The MCP server is relaybay's own, over http at /mcp, with a headersHelper that proves which "
+        "claude process calls (no process per session); --mcp-stdio connects the stdio server instead (one "
+        "process per session, proven by the session id it is started with). With --mcp: only the MCP "
+        "server's entry (and the `claude mcp add-json` line on stderr). "
         "The output holds the relaybay token: keep the file private."
     )
 
@@ -179,7 +194,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--http", action="store_true", help="Use http hooks where Claude Code allows them.")
-        parser.add_argument("--mcp", action="store_true", help="Print the --mcp-config JSON for the MCP server.")
+        parser.add_argument("--mcp", action="store_true", help="Print the --mcp-config JSON for the MCP server alone.")
+        parser.add_argument(
+            "--mcp-stdio",
+            action="store_true",
+            help="Connect the stdio MCP server (a process per session) instead of relaybay's http server at /mcp.",
+        )
         parser.add_argument(
             "--session",
             metavar="NAME",
@@ -218,11 +238,13 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         url = (options["url"] or settings.RELAYBAY_URL).rstrip("/")
         token = settings.RELAYBAY_TOKEN
+        python = None if options["mcp_stdio"] else hook_python()
+        mcp = mcp_config(url=url, token=token, stdio=options["mcp_stdio"], python=python)
         if options["mcp"]:
-            config = mcp_config(url=url, token=token)
+            config = mcp
             self.stderr.write(
                 "Pass this file to `claude --mcp-config FILE`, or register the server once for all your projects with:\n  "
-                + mcp_add_line(url=url, token=token)
+                + mcp_add_line(mcp["mcpServers"]["relaybay"])
             )
         else:
             if options["session"] is not None and ("\n" in options["session"] or not options["session"].strip()):
@@ -236,8 +258,9 @@ class Command(BaseCommand):
                 wait=options["wait"],
                 wait_unattended=options["wait_unattended"],
                 spool=spool,
+                python=python,
             )
-            config.update(mcp_config(url=url, token=token))
+            config.update(mcp)
         if options["output"]:
             path = write_private(options["output"], config)
             self.stdout.write(f"Wrote {path} (it holds the token; readable by you only). Start Claude Code with it:\n  {connect_line(path)}")

@@ -6,7 +6,8 @@ class Command(BaseCommand):
     help = (
         "Run relaybay's MCP server over stdio (message_send, messages_list, message_ack, session_link, "
         "sessions_list). It talks to relaybay's JSON API at RELAYBAY_URL with RELAYBAY_TOKEN, both taken "
-        "from relaybay's settings; `python manage.py claude_config --mcp` prints the Claude Code entry."
+        "from relaybay's settings. relaybay serves the same tools over http at /mcp itself; "
+        "`python manage.py claude_config --mcp --mcp-stdio` prints the Claude Code entry for this one."
     )
     # stdout carries the MCP protocol: nothing else may be written there, and the server must
     # start quickly, so no system checks.
