@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from relaybay.errors import InvalidInput, NotFound, RateLimited, Refused, SenderRefused
+from relaybay.errors import ErrorCode, InvalidInput, NotFound, RateLimited, Refused, SenderRefused
 from relaybay.events import ping
 from relaybay.inputs import clean_text, parse_id
 from sessions_app import lib as session_lib
@@ -111,7 +111,8 @@ def _check_body(body):
     if len(body) > lib.BODY_MAX:
         raise InvalidInput(
             f"The body is {len(body)} characters after normalising line breaks; the limit is {lib.BODY_MAX}. "
-            "Shorten it or split it into several messages."
+            "Shorten it or split it into several messages.",
+            code=ErrorCode.BODY_TOO_LONG,
         )
     return body
 
@@ -124,7 +125,8 @@ def _check_fits(message):
     if size > BUDGET:
         raise InvalidInput(
             f"This body would take {size} characters once quoted and framed, over the {BUDGET} one hook answer "
-            "can carry (line breaks, quotes and backslashes count double). Shorten it or split it."
+            "can carry (line breaks, quotes and backslashes count double). Shorten it or split it.",
+            code=ErrorCode.BODY_TOO_LONG,
         )
 
 
@@ -194,7 +196,8 @@ def _refuse_deep_reply(parent):
         ping("inbox", "messages")
     raise Refused(
         f"This reply would be {parent.depth + 1} deep; replies stop at {MAX_DEPTH}. "
-        f"M-{parent.pk} went to the owner's Inbox instead: leave the decision to the owner."
+        f"M-{parent.pk} went to the owner's Inbox instead: leave the decision to the owner.",
+        code=ErrorCode.REPLY_TOO_DEEP,
     )
 
 
@@ -230,7 +233,7 @@ def _send_message(*, body, to, task, parent, session, session_title, hook_sessio
         else:
             raise InvalidInput("Say who receives it: pass to (a session name, S-<id> handle or desktop id), or in_reply_to.")
         if recipient.pk == sender.row.pk:
-            raise Refused("A session cannot write to itself; pass another session in to (sessions_list shows them).")
+            raise Refused("A session cannot write to itself; pass another session in to (sessions_list shows them).", code=ErrorCode.SELF_MESSAGE)
         if parent is not None and parent.depth + 1 > MAX_DEPTH:
             # Judged only once the sender and recipient are: a send refused for who writes
             # must not reach the owner's Inbox. Raising rolls back what resolving the sender
@@ -293,7 +296,8 @@ def resolve_reader(claim):
     if not proven:
         raise Refused(
             f'"{row.public_name}" has an exact hook link: acknowledge with its hook_session '
-            "(your CLAUDE_CODE_SESSION_ID), so its mail is not marked read in its name by someone else."
+            "(your CLAUDE_CODE_SESSION_ID), so its mail is not marked read in its name by someone else.",
+            code=ErrorCode.ACK_NOT_PROVEN,
         )
     return Caller(row, row.public_name, verified)
 
@@ -328,7 +332,7 @@ def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_s
         if message_id not in (None, ""):
             message = get_message(message_id)
             if message.recipient_id != row.pk:
-                raise Refused(f"M-{message.pk} is not addressed to {row.handle}; you can only acknowledge your own mail.")
+                raise Refused(f"M-{message.pk} is not addressed to {row.handle}; you can only acknowledge your own mail.", code=ErrorCode.NOT_YOUR_MAIL)
             messages = [message]
         else:
             unread = SessionMessage.objects.filter(recipient=row, read_at=None, channel=SessionMessage.Channel.MCP)
@@ -349,7 +353,7 @@ def do_link_session(*, hook_session, session=None, session_title=None):
                 "Check the id (CLAUDE_CODE_SESSION_ID) and that relaybay's hooks are configured (python manage.py claude_config)."
             )
         if not link.live:
-            raise Refused(f"Hook session {hook} has ended; link the hook session you are running in now.")
+            raise Refused(f"Hook session {hook} has ended; link the hook session you are running in now.", code=ErrorCode.HOOK_ENDED)
         name = session_lib.check_name(session if session is not None else session_title, what="session")
         if name is None:
             raise InvalidInput("Pass session (or session_title): the name to link this hook session to.")

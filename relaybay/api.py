@@ -13,7 +13,7 @@ from ninja.parser import Parser
 
 from . import inputs
 from .auth import TOKEN_REFUSED, TokenAuth, owner_or_token_required
-from .errors import RelaybayError
+from .errors import ErrorCode, RelaybayError, error_body
 
 
 class StrictParser(Parser):
@@ -36,7 +36,7 @@ api = NinjaAPI(
 
 @api.exception_handler(RelaybayError)
 def relaybay_error(request, exc):
-    return api.create_response(request, {"detail": exc.message}, status=exc.status)
+    return api.create_response(request, exc.body(), status=exc.status)
 
 
 @api.exception_handler(HttpError)
@@ -45,7 +45,7 @@ def http_error(request, exc):
     # parser's own reason (relaybay/inputs.py) says what was wrong.
     if isinstance(exc.__cause__, RelaybayError):
         return relaybay_error(request, exc.__cause__)
-    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    return api.create_response(request, error_body(ErrorCode.INVALID_REQUEST, str(exc)), status=exc.status_code)
 
 
 @api.exception_handler(RequestDataTooBig)
@@ -58,7 +58,7 @@ def too_large(request, exc):
 def database_unavailable(request, exc):
     """The database is down or unreachable: 503 with the reason, never a bare 500. Each write
     is one transaction, so nothing of this request was kept; the hook client spools on 503."""
-    return api.create_response(request, {"detail": database_unavailable_detail(exc)}, status=503)
+    return api.create_response(request, error_body(ErrorCode.DATABASE_UNAVAILABLE, database_unavailable_detail(exc)), status=503)
 
 
 def database_unavailable_detail(exc):
@@ -75,21 +75,24 @@ def channel_layer_unavailable(request, exc):
     logging.getLogger("relaybay").error("channel layer unavailable: %s", exc)
     return api.create_response(
         request,
-        {"detail": f"relaybay cannot reach its channel layer (Redis at {settings.REDIS_URL}): {exc}. Try again when it is back."},
+        error_body(
+            ErrorCode.CHANNEL_LAYER_UNAVAILABLE,
+            f"relaybay cannot reach its channel layer (Redis at {settings.REDIS_URL}): {exc}. Try again when it is back.",
+        ),
         status=503,
     )
 
 
 @api.exception_handler(AuthenticationError)
 def unauthorized(request, exc):
-    return api.create_response(request, {"detail": TOKEN_REFUSED}, status=401)
+    return api.create_response(request, error_body(ErrorCode.UNAUTHORIZED, TOKEN_REFUSED), status=401)
 
 
 @api.exception_handler(ValidationError)
 def invalid(request, exc):
     # django-ninja's locations start with where the value came from (body, query).
     detail = invalid_detail([{**e, "loc": e.get("loc", [])[1:]} for e in exc.errors])
-    return api.create_response(request, {"detail": detail, "errors": exc.errors}, status=422)
+    return api.create_response(request, error_body(ErrorCode.INVALID_REQUEST, detail, errors=exc.errors), status=422)
 
 
 def invalid_detail(errors):
@@ -99,7 +102,7 @@ def invalid_detail(errors):
 
 
 def no_such_route(request, *args, **kwargs):
-    return JsonResponse({"detail": f"There is no API route {request.path}; /api/docs lists them."}, status=404)
+    return JsonResponse(error_body(ErrorCode.NO_SUCH_ROUTE, f"There is no API route {request.path}; /api/docs lists them."), status=404)
 
 
 api.add_router("/", "sessions_app.api.router")

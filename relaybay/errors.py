@@ -1,42 +1,113 @@
-"""Domain errors: a human sentence that says what to do, and one table of HTTP codes.
+"""Domain errors: a stable code and a human sentence that says what to do.
 
-The API maps them to JSON responses, the MCP server to tool errors, the board to messages.
+The code is what programs and tests rely on (as Zulip's `ErrorCode`); the sentence is what a
+model or a person reads and may be reworded. One table maps each code to its HTTP status;
+`error_body` is every JSON error answer, `tool_error_text` every MCP tool error, and the board
+shows the sentence. Plain Python: the stdio MCP server imports this without Django.
 """
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    # Domain errors, raised by the actions and reads.
+    INVALID_INPUT = "invalid_input"
+    BODY_TOO_LONG = "body_too_long"
+    NOT_FOUND = "not_found"
+    AMBIGUOUS_NAME = "ambiguous_name"
+    REFUSED = "refused"
+    SENDER_REFUSED = "sender_refused"
+    LINK_HELD = "link_held"
+    HOOK_ENDED = "hook_ended"
+    SELF_MESSAGE = "self_message"
+    REPLY_TOO_DEEP = "reply_too_deep"
+    ACK_NOT_PROVEN = "ack_not_proven"
+    NOT_YOUR_MAIL = "not_your_mail"
+    RATE_LIMITED = "rate_limited"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    # Around the actions: the API's own answers.
+    UNAUTHORIZED = "unauthorized"
+    INVALID_REQUEST = "invalid_request"
+    NO_SUCH_ROUTE = "no_such_route"
+    DATABASE_UNAVAILABLE = "database_unavailable"
+    CHANNEL_LAYER_UNAVAILABLE = "channel_layer_unavailable"
+
+
+HTTP_STATUS = {
+    ErrorCode.INVALID_INPUT: 400,
+    ErrorCode.BODY_TOO_LONG: 400,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.AMBIGUOUS_NAME: 409,
+    ErrorCode.REFUSED: 403,
+    ErrorCode.SENDER_REFUSED: 403,
+    ErrorCode.LINK_HELD: 403,
+    ErrorCode.HOOK_ENDED: 403,
+    ErrorCode.SELF_MESSAGE: 403,
+    ErrorCode.REPLY_TOO_DEEP: 403,
+    ErrorCode.ACK_NOT_PROVEN: 403,
+    ErrorCode.NOT_YOUR_MAIL: 403,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.INVALID_REQUEST: 422,
+    ErrorCode.NO_SUCH_ROUTE: 404,
+    ErrorCode.DATABASE_UNAVAILABLE: 503,
+    ErrorCode.CHANNEL_LAYER_UNAVAILABLE: 503,
+}
+
+
+def error_body(code, detail, **more):
+    """A JSON error answer: the sentence and its code."""
+    return {"detail": detail, "code": str(code), **more}
+
+
+def tool_error_text(code, detail):
+    """An MCP tool error: the sentence the model reads, then its code."""
+    return f"{detail} (error code: {code})" if code else detail
 
 
 class RelaybayError(Exception):
-    status = 400
+    code = ErrorCode.INVALID_INPUT
 
-    def __init__(self, message):
+    def __init__(self, message, *, code=None):
         super().__init__(message)
         self.message = message
+        if code is not None:
+            self.code = code
+
+    @property
+    def status(self):
+        return HTTP_STATUS[self.code]
+
+    def body(self):
+        return error_body(self.code, self.message)
 
 
 class InvalidInput(RelaybayError):
-    status = 400
+    code = ErrorCode.INVALID_INPUT
 
 
 class NotFound(RelaybayError):
-    status = 404
+    code = ErrorCode.NOT_FOUND
 
 
 class Ambiguous(RelaybayError):
-    status = 409
+    code = ErrorCode.AMBIGUOUS_NAME
 
 
 class Refused(RelaybayError):
     """The write is understood but not allowed; nothing was written."""
 
-    status = 403
+    code = ErrorCode.REFUSED
 
 
 class SenderRefused(Refused):
-    pass
+    code = ErrorCode.SENDER_REFUSED
 
 
 class RateLimited(RelaybayError):
-    status = 429
+    code = ErrorCode.RATE_LIMITED
 
 
 class PayloadTooLarge(RelaybayError):
-    status = 413
+    code = ErrorCode.PAYLOAD_TOO_LARGE

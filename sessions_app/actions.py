@@ -7,7 +7,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from relaybay.errors import Ambiguous, InvalidInput, NotFound, Refused
+from relaybay.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
 from relaybay.events import ping
 from relaybay.inputs import clean_text, is_identifier_text, parse_id
 
@@ -94,7 +94,8 @@ def link_hook_session(row, hook_session):
         if link.exact and link.live:
             raise Refused(
                 f"Hook session {hook_session} is linked to another live session ({previous.handle}); "
-                "name that session, or use your own hook session id (CLAUDE_CODE_SESSION_ID)."
+                "name that session, or use your own hook session id (CLAUDE_CODE_SESSION_ID).",
+                code=ErrorCode.LINK_HELD,
             )
         other_links = previous.links.exclude(pk=link.pk).exists()
         was_exact = link.exact
@@ -153,7 +154,7 @@ def do_write_comment(*, session, body, author=None):
     if not body:
         raise InvalidInput("The comment is empty; write something to send.")
     if len(body) > COMMENT_MAX:
-        raise InvalidInput(f"The comment is longer than {COMMENT_MAX} characters; shorten it or split it in two.")
+        raise InvalidInput(f"The comment is longer than {COMMENT_MAX} characters; shorten it or split it in two.", code=ErrorCode.BODY_TOO_LONG)
     with transaction.atomic():
         comment = Comment.objects.create(session=session, session_name=session.name, body=body, author=author)
         record_event("comment.written", session=session, data={"comment": comment.pk, "session": session.handle})

@@ -169,6 +169,7 @@ async def test_an_ack_proven_by_another_session_is_refused_with_the_way_out(mcp_
     async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{alpha}") as mcp:
         refused = error_text(await mcp.call_tool("message_ack", {"session": beta}))
     assert f'"{beta}" has an exact hook link: acknowledge with its hook_session' in refused
+    assert refused.endswith("(error code: ack_not_proven)")
 
 
 async def test_session_link_uses_the_claude_code_session_id(mcp_session, live_relaybay, names, tmp_path):
@@ -195,7 +196,8 @@ async def test_api_refusals_reach_the_model_as_tool_errors_with_their_sentence(m
         itself = error_text(await mcp.call_tool("message_send", {"body": "x", "to": alpha, "session": alpha}))
         no_task = error_text(await mcp.call_tool("messages_list", {"session": alpha, "task": "No such task"}))
     assert 'No session goes by "Nobody-here". Use sessions_list to see the names you can use.' in nobody
-    assert "A session cannot write to itself" in itself
+    assert nobody.endswith("(error code: not_found)")
+    assert "A session cannot write to itself" in itself and itself.endswith("(error code: self_message)")
     assert 'No task "No such task"' in no_task
 
 
@@ -228,8 +230,8 @@ def test_a_validation_answer_becomes_its_detail_sentence():
     api = RelaybayAPI("http://relaybay.test", "t")
     detail = "Invalid request: body: Field required."
     with pytest.raises(ToolError) as error:
-        api.answer(response(422, json={"detail": detail, "errors": [{"loc": ["body", "body"]}]}))
-    assert str(error.value) == detail
+        api.answer(response(422, json={"detail": detail, "code": "invalid_request", "errors": [{"loc": ["body", "body"]}]}))
+    assert str(error.value) == f"{detail} (error code: invalid_request)"
 
 
 def test_a_server_error_without_json_says_where_to_look():

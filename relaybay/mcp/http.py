@@ -33,7 +33,7 @@ from messaging.schemas import AckIn, LinkIn, MessagesListQuery, SendIn, Sessions
 from relaybay import dbthreads
 from relaybay.api import database_unavailable_detail, invalid_detail
 from relaybay.auth import TOKEN_REFUSED, token_matches
-from relaybay.errors import RelaybayError
+from relaybay.errors import ErrorCode, RelaybayError, error_body, tool_error_text
 from relaybay.mcp.tools import PROVEN, build_server
 from sessions_app import lib as session_lib
 
@@ -61,11 +61,11 @@ def _operate(operation, fields, proof):
         if hook_session:
             fields["hook_session"] = hook_session
         elif PROVEN[operation]:
-            raise ToolError(NO_PROOF)
+            raise ToolError(tool_error_text(ErrorCode.SENDER_REFUSED, NO_PROOF))
     try:
         data = schema.model_validate(fields)
     except ValidationError as error:
-        raise ToolError(invalid_detail(error.errors(include_url=False))) from None
+        raise ToolError(tool_error_text(ErrorCode.INVALID_REQUEST, invalid_detail(error.errors(include_url=False)))) from None
     return route.__wrapped__(None, data)
 
 
@@ -77,9 +77,9 @@ class DirectBackend:
         try:
             return await dbthreads.run(_operate, operation, fields, proof)
         except RelaybayError as error:
-            raise ToolError(error.message) from None
+            raise ToolError(tool_error_text(error.code, error.message)) from None
         except (OperationalError, InterfaceError) as error:
-            raise ToolError(database_unavailable_detail(error)) from None
+            raise ToolError(tool_error_text(ErrorCode.DATABASE_UNAVAILABLE, database_unavailable_detail(error))) from None
 
 
 server = build_server(DirectBackend())
@@ -128,7 +128,7 @@ def _bearer(scope):
 
 
 async def _refuse(send):
-    body = json.dumps({"detail": TOKEN_REFUSED}).encode()
+    body = json.dumps(error_body(ErrorCode.UNAUTHORIZED, TOKEN_REFUSED)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"www-authenticate", b"Bearer")]
     await send({"type": "http.response.start", "status": 401, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -23,6 +23,7 @@ import os
 import httpx
 from mcp.server.mcpserver.exceptions import ToolError
 
+from relaybay.errors import tool_error_text
 from relaybay.mcp.tools import PROVEN, READS, build_server as build_tools
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -95,7 +96,7 @@ class RelaybayAPI:
             )
         detail = data.get("detail") if isinstance(data, dict) else None
         if isinstance(detail, str) and detail and (response.is_client_error or response.status_code == 503):
-            raise ToolError(detail)
+            raise ToolError(tool_error_text(data.get("code"), detail))
         raise ToolError(
             f"relaybay at {self.url} answered HTTP {response.status_code} without a usable answer; "
             "its log says why. Call the tool again once it is fixed."
