@@ -6,6 +6,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
 from ninja.security import HttpBearer
 
+from .errors import ErrorCode, error_body
+
 TOKEN_REFUSED = "Missing or wrong token: send Authorization: Bearer <RELAYBAY_TOKEN> (python manage.py claude_config prints it)."
 
 
@@ -46,6 +48,6 @@ def owner_or_token_required(view):
             return view(request, *args, **kwargs)
         if "text/html" in request.headers.get("Accept", ""):
             return redirect_to_login(request.get_full_path())
-        return JsonResponse({"detail": TOKEN_REFUSED}, status=401)
+        return JsonResponse(error_body(ErrorCode.UNAUTHORIZED, TOKEN_REFUSED), status=401)
 
     return guarded
