@@ -1,4 +1,4 @@
-"""Markdown export of a session or a task (SPEC §5.5): its comments, its events and the marks
+"""Markdown export of a session or a task (docs/rules.md §5.5): its comments, its events and the marks
 of its messages. Message texts are never exported. Agent-supplied names are escaped so that
 they read as the plain text they are, never as Markdown."""
 

@@ -21,7 +21,7 @@ from sessions_app.models import Event, HookLink, Task
 
 PAGE_SIZE = 50
 
-# The board is the owner's: their Django staff account (SPEC §5.1).
+# The board is the owner's: their Django staff account (docs/rules.md §5.1).
 owner_required = staff_member_required(login_url="login")
 
 

@@ -1,4 +1,4 @@
-"""The Map (SPEC §5.5): sessions as nodes and `session.message` events as edges with counts,
+"""The Map (docs/rules.md §5.5): sessions as nodes and `session.message` events as edges with counts,
 one edge per direction and channel (relaybay's, desktop, Claude Code's native), laid out on a
 circle and drawn as SVG by the server."""
 

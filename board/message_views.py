@@ -1,4 +1,4 @@
-"""The owner's messages board: every message with its marks, threads, and the Inbox (SPEC §5.3, §5.4)."""
+"""The owner's messages board: every message with its marks, threads, and the Inbox (docs/rules.md §5.3, §5.4)."""
 
 from django.contrib import messages as flash
 from django.db.models import Q

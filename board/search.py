@@ -1,4 +1,4 @@
-"""Full-text search over sessions, tasks, comments and events (SPEC §5.5), with the database's
+"""Full-text search over sessions, tasks, comments and events (docs/rules.md §5.5), with the database's
 own engine: SQLite FTS5 or PostgreSQL text search over the `board_search` index that the
 0002_board_search migration keeps up to date. Message texts are never in the index.
 """

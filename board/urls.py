@@ -4,7 +4,7 @@ from django.urls import path
 
 from . import message_views, views
 
-# Only staff accounts may log in here: the board is the owner's (SPEC §5.1).
+# Only staff accounts may log in here: the board is the owner's (docs/rules.md §5.1).
 login_view = auth_views.LoginView.as_view(template_name="login.html", authentication_form=AdminAuthenticationForm)
 
 urlpatterns = [

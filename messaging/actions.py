@@ -1,4 +1,4 @@
-"""The writes of the MCP channel: send, acknowledge, link (SPEC §4). The JSON API, the MCP
+"""The writes of the MCP channel: send, acknowledge, link (docs/rules.md §4). The JSON API, the MCP
 server (through the API) and the board all call these; no rule is written twice."""
 
 from dataclasses import dataclass
@@ -67,7 +67,7 @@ def _linked_elsewhere(name):
 
 
 def resolve_sender(claim):
-    """The send rule (SPEC §4.2): who writes. A row live under an exact link is written as
+    """The send rule (docs/rules.md §4.2): who writes. A row live under an exact link is written as
     only with that link's id, or with a live id of the caller's own, which moves the link to
     it (a restart). Call inside a transaction: it may create an `mcp` row or move a link, and
     a refusal raised later rolls those back."""
@@ -166,7 +166,7 @@ SENDER_TOLD[Arrival.GUESSED] = SENDER_TOLD[Arrival.NO_LINK]
 
 
 def reachability(recipient):
-    """What the sender is told about when the message can arrive (SPEC §4.3)."""
+    """What the sender is told about when the message can arrive (docs/rules.md §4.3)."""
     return SENDER_TOLD[session_lib.arrival(recipient)]
 
 
@@ -269,7 +269,7 @@ def _send_message(*, body, to, task, parent, session, session_title, hook_sessio
 
 
 def _ack_proof(row, hook_session):
-    """The ack rule (SPEC §4.4): (may the caller mark the row's mail read, is the mark verified).
+    """The ack rule (docs/rules.md §4.4): (may the caller mark the row's mail read, is the mark verified).
 
     A row with an exact link, live or ended, needs that link's id: an ended link counts,
     because that session may come back and must then get what was not read in its name.

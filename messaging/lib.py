@@ -8,7 +8,7 @@ _LINE_SEPARATORS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c]")
 
 
 def normalise_body(body):
-    """Every line separator becomes "\\n" (SPEC §4.5)."""
+    """Every line separator becomes "\\n" (docs/rules.md §4.5)."""
     return _LINE_SEPARATORS.sub("\n", body)
 
 
@@ -53,7 +53,7 @@ NATIVE_MARKS = {
 
 
 def native_mark(message):
-    """A native message's mark (SPEC §4.9): delivered once the recipient's prompt carried it,
+    """A native message's mark (docs/rules.md §4.9): delivered once the recipient's prompt carried it,
     else what the hooks last reported."""
     return "delivered" if message.delivered_at else message.state
 

@@ -5,8 +5,8 @@ from sessions_app.models import Session, Task
 
 
 class SessionMessage(models.Model):
-    """A message from one session to another: through relaybay's MCP channel (SPEC §4), or
-    Claude Code's own SendMessage as its hooks reported it (channel native, SPEC §4.9: its
+    """A message from one session to another: through relaybay's MCP channel (docs/rules.md §4), or
+    Claude Code's own SendMessage as its hooks reported it (channel native, docs/rules.md §4.9: its
     text is never stored, `body` stays empty)."""
 
     class Channel(models.TextChoices):

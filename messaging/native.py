@@ -1,4 +1,4 @@
-"""Claude Code's native messages as message rows of channel `native` (SPEC §4.9).
+"""Claude Code's native messages as message rows of channel `native` (docs/rules.md §4.9).
 
 Hook ingestion reads what a payload says of native messaging (sessions_app.hooks.native) and
 hands it here through the recorder registered in MessagingConfig.ready. One row per native

@@ -135,10 +135,10 @@ def whole_thread(message):
 
 
 def inbox_querysets():
-    """What waits on the owner (SPEC §5.4): until the owner marks it seen, parents of
+    """What waits on the owner (docs/rules.md §5.4): until the owner marks it seen, parents of
     depth-refused replies and unread messages whose recipient row is gone; and, until it is
     delivered, denied or expires, a native message held for approval in its recipient's
-    terminal (SPEC §4.9). Querysets each served by its own partial index, rather than one OR
+    terminal (docs/rules.md §4.9). Querysets each served by its own partial index, rather than one OR
     that scans the table."""
     waiting = SessionMessage.objects.filter(owner_seen_at=None)
     return [

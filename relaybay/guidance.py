@@ -1,5 +1,5 @@
 """What relaybay tells a model, in words shared by its SessionStart answer and its MCP server's
-instructions (SPEC §4.9): one sentence, said once."""
+instructions (docs/rules.md §4.9): one sentence, said once."""
 
 CHANNELS = (
     "Two ways to write to another session: Claude Code's own SendMessage reaches only live sessions "

@@ -22,7 +22,7 @@ def with_session_name(payload, name):
 
 def native_names(socket):
     """What Claude Code says of this process for its native messaging (relaybay resolves those
-    names, SPEC §4.9): a JSON object of its messaging socket (whose file name is the claude
+    names, docs/rules.md §4.9): a JSON object of its messaging socket (whose file name is the claude
     process id) and its session file `<config dir>/sessions/<pid>.json` (native name, status,
     tmux pane), spliced in as it is, since the hot path parses no JSON. None when the socket
     is not one Claude Code makes."""

@@ -1,5 +1,5 @@
 """Writes on sessions, links, tasks and comments. One function per write, each atomic,
-each recording its events and sending its refresh ping on commit (SPEC §0)."""
+each recording its events and sending its refresh ping on commit (docs/rules.md §0)."""
 
 from dataclasses import dataclass
 
@@ -76,7 +76,7 @@ class LinkResult:
 
 
 def link_hook_session(row, hook_session):
-    """Make `hook_session` an exact link of `row` following SPEC §1.3. Call inside a transaction.
+    """Make `hook_session` an exact link of `row` following docs/rules.md §1.3. Call inside a transaction.
 
     Returns LinkResult(link=None) when the hook id was never seen (nothing moves). Raises
     Refused, writing nothing, when another row's live exact link holds the id.
@@ -105,7 +105,7 @@ def link_hook_session(row, hook_session):
         if previous.kind == Session.Kind.HOOK and not other_links:
             if was_exact:
                 # Its mail is not handed over: those messages keep their names and say
-                # "its session row is gone" (SPEC §1.3).
+                # "its session row is gone" (docs/rules.md §1.3).
                 record_event("session.removed", data={"session": previous.handle, "name": previous.name, "taken_by": row.handle})
                 previous.delete()
             else:

@@ -67,7 +67,7 @@ def serialize_on(*key):
 
 
 def find_sessions(name):
-    """Every row that goes by `name` (SPEC §1.1, §4.9). Never creates a row.
+    """Every row that goes by `name` (docs/rules.md §1.1, §4.9). Never creates a row.
 
     Claude Code's native name and messaging socket (`uds:/…/<pid>.sock` or the bare path)
     count while their link is live: both are the process's, and once it exits another

@@ -39,7 +39,7 @@ class SessionQuerySet(models.QuerySet):
 
 
 class Session(models.Model):
-    """One agent conversation (SPEC §1.1)."""
+    """One agent conversation (docs/rules.md §1.1)."""
 
     class Kind(models.TextChoices):
         DESKTOP = "desktop"
@@ -103,7 +103,7 @@ class HookLinkQuerySet(models.QuerySet):
 
 
 class HookLink(models.Model):
-    """Ties one Claude Code session id to one session row (SPEC §1.2)."""
+    """Ties one Claude Code session id to one session row (docs/rules.md §1.2)."""
 
     class State(models.TextChoices):
         BUSY = "busy"
@@ -121,7 +121,7 @@ class HookLink(models.Model):
     stop_blocks = models.PositiveIntegerField(default=0, help_text="Stop blocks given in this turn")
     waiter = models.CharField(max_length=40, blank=True, help_text="The wake-up waiter that is current")
     cwd = models.CharField(max_length=1000, blank=True)
-    # Claude Code's own names for the process behind this link (SPEC §4.9), as the hook client
+    # Claude Code's own names for the process behind this link (docs/rules.md §4.9), as the hook client
     # reads them: its native name (--name, /rename, or <folder>-<hex>) and messaging socket.
     native_name = models.CharField(max_length=200, blank=True)
     native_name_key = models.CharField(max_length=200, blank=True, editable=False, db_index=True)
@@ -154,7 +154,7 @@ class HookLink(models.Model):
 
 
 class Comment(models.Model):
-    """The owner's comment to a session (SPEC §3)."""
+    """The owner's comment to a session (docs/rules.md §3)."""
 
     session = models.ForeignKey(Session, null=True, on_delete=models.SET_NULL, related_name="comments")
     session_name = models.CharField(max_length=200, help_text="The name the session had when written to")

@@ -1,4 +1,4 @@
-"""Personas and helpers shared by the messaging tests (SPEC §4).
+"""Personas and helpers shared by the messaging tests (docs/rules.md §4).
 
 Every session is made the way a real client makes it: hook rows through POST /api/hooks,
 desktop rows through POST /api/desktop. Only the owner's comments are written with the
@@ -127,5 +127,5 @@ def context_of(answer):
 
 
 def quoted(body):
-    """How a body reaches a session: one JSON string literal (SPEC §2.4)."""
+    """How a body reaches a session: one JSON string literal (docs/rules.md §2.4)."""
     return json.dumps(body, ensure_ascii=False)

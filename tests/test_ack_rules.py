@@ -1,4 +1,4 @@
-"""Reading and acknowledging (SPEC §4.4): who may mark mail read, what the mark says, and a
+"""Reading and acknowledging (docs/rules.md §4.4): who may mark mail read, what the mark says, and a
 reply marking its parent read under the same rule."""
 
 import pytest
@@ -264,7 +264,7 @@ def test_a_reply_from_an_ended_exact_row_without_its_id_is_sent_but_leaves_its_p
     rb.live("bob", "hook-b")
     parent = to_bob(rb)
     rb.end("hook-b")
-    # An ended row's name proves nothing, so the reply goes out unverified (SPEC §4.2)...
+    # An ended row's name proves nothing, so the reply goes out unverified (docs/rules.md §4.2)...
     reply = rb.sent(body="got it", in_reply_to=parent, session="bob")
     assert reply["sender_verified"] is False
     # ...but without the link's id it cannot mark bob's mail read, or the parent would never

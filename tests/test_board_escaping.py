@@ -1,5 +1,5 @@
 """Agent-supplied names and bodies reach the board as plain text: escaped, never Markdown or
-HTML, with invisible and direction-changing characters shown (SPEC §5.1)."""
+HTML, with invisible and direction-changing characters shown (docs/rules.md §5.1)."""
 
 import re
 from pathlib import Path

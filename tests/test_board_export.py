@@ -1,5 +1,5 @@
 """Markdown export of a session or a task: comments, events and message marks, never message
-texts (SPEC §5.5, §4.7)."""
+texts (docs/rules.md §5.5, §4.7)."""
 
 import pytest
 

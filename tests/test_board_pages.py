@@ -1,4 +1,4 @@
-"""Every page of the owner's board, its filters, its pages and its live fragments (SPEC §5)."""
+"""Every page of the owner's board, its filters, its pages and its live fragments (docs/rules.md §5)."""
 
 import re
 from datetime import timedelta

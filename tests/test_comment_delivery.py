@@ -1,4 +1,4 @@
-"""Owner comments reach the model through exact live links (SPEC §2.2-§2.5, §3)."""
+"""Owner comments reach the model through exact live links (docs/rules.md §2.2-§2.5, §3)."""
 
 import pytest
 

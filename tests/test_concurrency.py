@@ -1,4 +1,4 @@
-"""Parallel hooks of one session against a real daphne (SPEC §2.3): claiming an item is atomic,
+"""Parallel hooks of one session against a real daphne (docs/rules.md §2.3): claiming an item is atomic,
 so each is delivered exactly once, when Claude Code runs many hooks at the same moment.
 
 Runs on the test run's configuration: the embedded default (SQLite, WAL, immediate

@@ -1,4 +1,4 @@
-"""Desktop sessions through the API (SPEC §1.1): rows, names and folders, and message edges."""
+"""Desktop sessions through the API (docs/rules.md §1.1): rows, names and folders, and message edges."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Hook links: automatic rows, the folder guess, exact links, states, resume (SPEC §1.2-§1.3)."""
+"""Hook links: automatic rows, the folder guess, exact links, states, resume (docs/rules.md §1.2-§1.3)."""
 
 import pytest
 

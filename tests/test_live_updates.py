@@ -1,4 +1,4 @@
-"""The board's websocket (SPEC §5.6): only the owner may listen, and every action's refresh
+"""The board's websocket (docs/rules.md §5.6): only the owner may listen, and every action's refresh
 ping arrives after its transaction commits, naming what changed."""
 
 import pytest

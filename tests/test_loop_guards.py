@@ -1,4 +1,4 @@
-"""Loop guards (SPEC §4.6): 10 sends per sender per rolling minute, replies at most 8 deep with
+"""Loop guards (docs/rules.md §4.6): 10 sends per sender per rolling minute, replies at most 8 deep with
 the refused reply's parent going to the owner's Inbox. (No self-sends: test_recipient_rules;
 Stop blocks: test_message_delivery.)"""
 

@@ -1,4 +1,4 @@
-"""The MCP tools, driven by the official MCP SDK client over both transports (SPEC §4.1): the
+"""The MCP tools, driven by the official MCP SDK client over both transports (docs/rules.md §4.1): the
 stdio server (`python manage.py mcp` as a subprocess, a client of relaybay's JSON API) and
 relaybay's own streamable-HTTP server at /mcp. The same calls get the same answers and errors."""
 

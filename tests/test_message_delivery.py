@@ -1,4 +1,4 @@
-"""Delivery of messages through hooks (SPEC §2.2-§2.5, §4.1): order, budget, framing, hostile
+"""Delivery of messages through hooks (docs/rules.md §2.2-§2.5, §4.1): order, budget, framing, hostile
 bodies, Stop blocks, who gets deliveries, replays, and messages_list."""
 
 import json

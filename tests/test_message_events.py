@@ -1,4 +1,4 @@
-"""Events of the MCP channel (SPEC §4.7): names, ids and marks, never the text."""
+"""Events of the MCP channel (docs/rules.md §4.7): names, ids and marks, never the text."""
 
 import json
 

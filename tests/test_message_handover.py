@@ -1,4 +1,4 @@
-"""Moving and merging links, for messages (SPEC §1.3): what a row's mail does when its link is
+"""Moving and merging links, for messages (docs/rules.md §1.3): what a row's mail does when its link is
 taken by a write naming another row."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Sizes (SPEC §4.5): 4,000 characters after normalising line separators, no body whose quoted
+"""Sizes (docs/rules.md §4.5): 4,000 characters after normalising line separators, no body whose quoted
 form and frame would not fit one 8,000-character answer, names one line of at most 200."""
 
 import re

@@ -1,4 +1,4 @@
-"""The board shows both channels (SPEC §4.9, §5): native rows with their channel and mark and
+"""The board shows both channels (docs/rules.md §4.9, §5): native rows with their channel and mark and
 "text not stored", a channel filter, held ones in the Inbox, native edges on the Map, both
 channels on the session page, names and marks in events and export."""
 

@@ -1,4 +1,4 @@
-"""The models are told which channel does what (SPEC §4.9): the SessionStart answer and the MCP
+"""The models are told which channel does what (docs/rules.md §4.9): the SessionStart answer and the MCP
 server's instructions say it, in the same words."""
 
 import sys

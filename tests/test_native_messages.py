@@ -1,4 +1,4 @@
-"""Claude Code's native messages as rows of channel `native` (SPEC §4.9): one per send, its
+"""Claude Code's native messages as rows of channel `native` (docs/rules.md §4.9): one per send, its
 mark following the hooks, matched to its delivery without its text; native names and
 sockets are names relaybay resolves."""
 

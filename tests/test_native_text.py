@@ -1,4 +1,4 @@
-"""Claude Code's native messages (SPEC §4.9): no byte of their text is stored, in events, the
+"""Claude Code's native messages (docs/rules.md §4.9): no byte of their text is stored, in events, the
 search index or anywhere else in the database; only kinds, ids and names are kept."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Who receives (SPEC §4.3): resolution without creating rows, the candidates of an ambiguous
+"""Who receives (docs/rules.md §4.3): resolution without creating rows, the candidates of an ambiguous
 name, the four reachability answers, and no self-sends."""
 
 import pytest
@@ -60,7 +60,7 @@ def test_a_name_nobody_goes_by_is_an_error_and_creates_no_row(rb, alice, bob, to
 
 
 def test_an_id_with_surrounding_spaces_is_trimmed_like_any_name(rb, alice, bob):
-    # A name is trimmed before matching (SPEC §1.1); ids then match exactly, case included.
+    # A name is trimmed before matching (docs/rules.md §1.1); ids then match exactly, case included.
     assert send_as_alice(rb, " desk-b ").json()["to_handle"] == bob.handle
     assert send_as_alice(rb, "hook-b ").json()["to_handle"] == bob.handle
 

@@ -1,4 +1,4 @@
-"""Full-text search over sessions, tasks, comments and events, never message texts (SPEC §5.5, §4.7)."""
+"""Full-text search over sessions, tasks, comments and events, never message texts (docs/rules.md §5.5, §4.7)."""
 
 import pytest
 from django.db import connection

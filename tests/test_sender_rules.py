@@ -1,4 +1,4 @@
-"""Who may send (SPEC §4.2): one case per row of the table, through POST /api/message_send."""
+"""Who may send (docs/rules.md §4.2): one case per row of the table, through POST /api/message_send."""
 
 import pytest
 

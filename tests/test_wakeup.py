@@ -1,4 +1,4 @@
-"""The wake-up long poll: GET /api/hooks/wait, woken through the channel layer (SPEC §2.2)."""
+"""The wake-up long poll: GET /api/hooks/wait, woken through the channel layer (docs/rules.md §2.2)."""
 
 import asyncio
 import json

@@ -1,4 +1,4 @@
-"""relaybay's five MCP tools (SPEC §4.1), defined once for both transports.
+"""relaybay's five MCP tools (docs/rules.md §4.1), defined once for both transports.
 
 `build_server(backend)` gives the official SDK's MCPServer with message_send, messages_list,
 message_ack, session_link and sessions_list. Each tool only gathers its arguments; the backend

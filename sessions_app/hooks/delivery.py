@@ -1,4 +1,4 @@
-"""Claiming what is pending for a session and turning it into one hook answer (SPEC §2.2-§2.5).
+"""Claiming what is pending for a session and turning it into one hook answer (docs/rules.md §2.2-§2.5).
 
 What a hook can carry comes in kinds: the owner's comments (registered here, by
 sessions_app) and messages between sessions (registered by messaging). Each kind is a

@@ -1,4 +1,4 @@
-"""Hook ingestion: record the event, keep the link's state, answer with deliveries (SPEC §2.1)."""
+"""Hook ingestion: record the event, keep the link's state, answer with deliveries (docs/rules.md §2.1)."""
 
 import functools
 import json
@@ -82,7 +82,7 @@ def _link_fields(payload, now):
 
 def _first_link(hook_session, payload, now):
     """A hook id seen for the first time, with no name: a guessed link, to the only free
-    desktop row in its folder, else to a new row of kind hook (SPEC §1.2)."""
+    desktop row in its folder, else to a new row of kind hook (docs/rules.md §1.2)."""
     cwd = payload.get("cwd") or ""
     row = None
     if cwd:
@@ -115,8 +115,8 @@ def _next_state(link, event_name):
 
 
 def _native_names(link, payload):
-    """The process's native name and messaging socket, as the hook client read them (SPEC
-    §4.9): what changed of them, for the link. A rename (/rename) is followed; an event that
+    """The process's native name and messaging socket, as the hook client read them
+    (docs/rules.md §4.9): what changed of them, for the link. A rename (/rename) is followed; an event that
     reports neither (an http hook, SessionEnd) leaves them."""
     reported = payload.get("relaybay_native")
     if not isinstance(reported, dict):
@@ -227,7 +227,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
         note = ""
         if event_name == "SessionStart" and payload.get("relaybay_session"):
             # Named before the event revives the link: a resumed id whose exact link has
-            # ended may be taken by the name it starts under now (SPEC §1.3).
+            # ended may be taken by the name it starts under now (docs/rules.md §1.3).
             link, note = _name_from_terminal(hook_session, link, payload["relaybay_session"], payload, now)
         if link is None:
             link = _first_link(hook_session, payload, now)

@@ -1,4 +1,4 @@
-"""Claude Code's own cross-session messages as relaybay's hooks see them (SPEC §4.9).
+"""Claude Code's own cross-session messages as relaybay's hooks see them (docs/rules.md §4.9).
 
 Claude Code 2.1.328 sends messages between the sessions of one machine itself (`SendMessage`),
 and every step passes through the hooks: the sender's tool call, the recipient's prompt
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 SEND_TOOL = "SendMessage"
-# relaybay's own MCP tools whose inputs and results carry message text (SPEC §4.7).
+# relaybay's own MCP tools whose inputs and results carry message text (docs/rules.md §4.7).
 RELAYBAY_MESSAGE_TOOLS = ("__message_send", "__messages_list")
 NOT_STORED = "[not stored: message text]"
 # SendMessage's fields that hold no text: addressing and outcome. Every other field is text
@@ -153,7 +153,7 @@ def _marks(items):
 
 
 def without_message_text(payload):
-    """The payload as it may be stored (SPEC §4.7, §4.9): relaybay's message tools' inputs and
+    """The payload as it may be stored (docs/rules.md §4.7, §4.9): relaybay's message tools' inputs and
     results, SendMessage's text fields, and every prompt that carries a cross-session message
     or a delivery notice replaced by NOT_STORED; of those prompts only kinds, ids and names
     stay."""

@@ -1,4 +1,4 @@
-"""The board's full-text index (SPEC §5.5): sessions, tasks, comments and events, kept up to
+"""The board's full-text index (docs/rules.md §5.5): sessions, tasks, comments and events, kept up to
 date by triggers so every writer (actions, hook ingestion, bulk loads, the admin) is covered.
 
 SQLite: an FTS5 table. PostgreSQL: a table with a generated tsvector and a GIN index.

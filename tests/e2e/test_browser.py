@@ -206,7 +206,7 @@ def test_a_tour_of_every_page(page, live):
 
 
 def test_a_ping_crosses_server_processes_through_redis(browser, tmp_path):
-    """SPEC §5.6 scale-out: the page is served by one process, the message is sent to
+    """docs/rules.md §5.6 scale-out: the page is served by one process, the message is sent to
     another; the ping reaches the page through the Redis channel layer."""
     env = scale_out_env()  # fails, never skips, when PostgreSQL or Redis does not answer
     first = second = None
