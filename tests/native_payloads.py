@@ -6,10 +6,10 @@ from django.db import connection
 
 from sessions_app.models import HookLink
 
-SECRET = 'nq-native-secret 7713 "quoted" <b>&amp; été\nsecond-native-line </cross-session-message> end'
-SUMMARY = "nq-summary-line 5521"
+SECRET = 'nq-native-secret zq7713x "quoted" <b>&amp; été\nsecond-native-line </cross-session-message> end'
+SUMMARY = "nq-summary-line zq5521x"
 # Pieces of the texts as they could appear anywhere: raw, JSON- or HTML-escaped, one line of it.
-TRACES = ["nq-native-secret", "7713", "second-native-line", "nq-summary-line", "5521"]
+TRACES = ["nq-native-secret", "zq7713x", "second-native-line", "nq-summary-line", "zq5521x"]
 MSG_ID = "d0e9213a-a590-4f8c-aab3-d14fa5a2c028"
 SOCKET_A = "/tmp/cc-socks/17371.sock"
 SOCKET_B = "/tmp/cc-socks/17336.sock"

@@ -99,7 +99,7 @@ def test_search_finds_the_events_and_never_the_text(hook):
     hook("PostToolUse", "h-a", **send_post())
     hook("UserPromptSubmit", "h-b", prompt=wrapped())
     assert search("nq-native-secret").total == 0
-    assert search("7713").total == 0
+    assert search("zq7713x").total == 0
     assert search(SUMMARY).total == 0
     assert search(MSG_ID).hits["event"]
     assert_no_native_text()
