@@ -53,6 +53,7 @@ class Command(BaseCommand):
         config = hook_settings(url=address, token=token)
         config.update(mcp_config(url=address, token=token))
         claude_file = write_private(settings.DATA_DIR / "claude.json", config)
+        ignored = "; git ignores data/" if claude_file.parent == (settings.BASE_DIR / "data").resolve() else ""
         self.stdout.write(
             "\n".join(
                 [
@@ -60,7 +61,7 @@ class Command(BaseCommand):
                     f"relaybay board: {address}/   (address recorded in {settings.RELAYBAY_ADDRESS_FILE} for the commands)",
                     f"Log in as {login}.",
                     f"API token: kept in {settings.DATA_DIR / 'token'} (or set RELAYBAY_TOKEN).",
-                    f"Connect Claude Code (the config holds the token: {claude_file}, readable by you only, git-ignored):",
+                    f"Connect Claude Code (the config holds the token: {claude_file}, readable by you only{ignored}):",
                     f"  {connect_line(claude_file)}",
                     "A session with a name of its own (see README):",
                     f"  .venv/bin/python manage.py claude_config --session my-agent --output {settings.DATA_DIR / 'my-agent.json'}",
