@@ -216,9 +216,17 @@ def event_details(event):
     marks already show them all."""
     data = event.data or {}
     shown = dict(event_marks(event))
-    if all(_is_scalar(value) and shown.get(key) == str(value) for key, value in data.items()):
-        return ""
-    return json.dumps(data, indent=2, ensure_ascii=False)
+
+    def hidden(key, value):
+        if _is_blank(value):
+            return False
+        if key in QUIET_KEYS or isinstance(value, dict):
+            return True
+        if isinstance(value, list):
+            return not all(_is_scalar(item) for item in value) or shown.get(key) != ", ".join(map(str, value))
+        return shown.get(key) != str(value)
+
+    return json.dumps(data, indent=2, ensure_ascii=False) if any(hidden(k, v) for k, v in data.items()) else ""
 
 
 # --- What a session is doing now -----------------------------------------------------------

@@ -96,7 +96,12 @@ def session_detail(request, pk):
     lib.decorate_sessions([session])
 
     def link():
-        return {"links": list(session.links.all()), "activity": lib.activity(session)}
+        return {"links": list(session.links.all())}
+
+    def now():
+        # Refetched every few seconds as well as on pings: a tool call within a busy turn
+        # sends no ping (the hook path stays quiet), yet the current tool should show.
+        return {"activity": lib.activity(session)}
 
     def comments():
         return {"comments": list(session.comments.select_related("author").order_by("-id")[:100])}
@@ -119,7 +124,7 @@ def session_detail(request, pk):
         )
         return {"event_page": page}
 
-    parts = {"session-link": link, "session-comments": comments, "session-messages": session_messages, "session-events": events}
+    parts = {"session-now": now, "session-link": link, "session-comments": comments, "session-messages": session_messages, "session-events": events}
     context = {"section": "sessions", "session": session, "tasks": Task.objects.all()}
     return render_board(request, "sessions_app/session.html", parts, context)
 

@@ -461,7 +461,7 @@ class TestLiveFragments:
     @pytest.mark.parametrize("url, target", [
         ("/", "sessions-rows"), ("/tasks/", "tasks-rows"), ("/messages/", "messages-rows"), ("/inbox/", "inbox-rows"),
         ("/map/", "map-svg"), ("/events/", "events-rows"),
-        ("/sessions/{alpha}/", "session-link"), ("/sessions/{alpha}/", "session-comments"),
+        ("/sessions/{alpha}/", "session-now"), ("/sessions/{alpha}/", "session-link"), ("/sessions/{alpha}/", "session-comments"),
         ("/sessions/{alpha}/", "session-messages"), ("/sessions/{alpha}/", "session-events"),
         ("/tasks/{task}/", "task-sessions"), ("/tasks/{task}/", "task-comments"), ("/tasks/{task}/", "task-messages"),
         ("/messages/{question}/", "thread-rows"),

@@ -16,8 +16,9 @@ def hook(session, event, **fields):
 
 
 def now_panel(board, session):
-    page = htmx_get(board, f"/sessions/{session.pk}/", "session-link").content.decode()
-    return re.search(r'<div class="panel now" id="now">(.*?)</div>\s*<div class="panel">', page, re.S).group(1)
+    fragment = htmx_get(board, f"/sessions/{session.pk}/", "session-now").content.decode()
+    assert f"{session.handle} · " in fragment, "the heading comes first"
+    return re.search(r'<div class="panel now">(.*)</div>\s*$', fragment, re.S).group(1)
 
 
 def test_a_busy_session_shows_its_current_tool_and_its_last_prompt(board):
@@ -87,3 +88,22 @@ def test_an_event_whose_marks_show_everything_has_no_details_to_expand(board):
     events = htmx_get(board, f"/sessions/{alpha.pk}/", "session-events").content.decode()
     row = re.search(rf'<tr id="event-{link_exact.pk}">.*?</tr>', events, re.S).group(0)
     assert "<details" not in row and '<span class="muted">name</span> <bdi>alpha</bdi>' in row
+
+
+def test_marks_that_show_every_field_in_full_need_no_details_but_a_long_one_does(board):
+    from sessions_app.events import record_event
+
+    alpha = named_session("alpha")
+    short = record_event("session.updated", session=alpha, data={"session": alpha.handle, "fields": ["task"], "verified": True})
+    long = record_event("session.updated", session=alpha, data={"session": alpha.handle, "note": "x" * 500})
+    events = htmx_get(board, f"/sessions/{alpha.pk}/", "session-events").content.decode()
+    assert "<details" not in re.search(rf'<tr id="event-{short.pk}">.*?</tr>', events, re.S).group(0)
+    assert "<details" in re.search(rf'<tr id="event-{long.pk}">.*?</tr>', events, re.S).group(0)
+
+
+def test_the_now_panel_also_refetches_itself_every_few_seconds(board):
+    # A tool call within a busy turn sends no ping, yet the panel names the current tool.
+    alpha = named_session("alpha")
+    page = board.get(f"/sessions/{alpha.pk}/").content.decode()
+    container = re.search(r'<div id="session-now" ([^>]*)>', page).group(1)
+    assert "every 10s" in container and "ping-sessions from:body" in container
