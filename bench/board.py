@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
+OWNER = ("owner", "bench-owner-password-1")
 
 TARGET_MS = 150
 PING_TARGET_MS = 300
@@ -186,13 +187,16 @@ def over_http(live, cookie, paths, runs):
 def ping_latency(live, sends):
     from playwright.sync_api import sync_playwright
 
-    from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, log_in
+    from relaybay.devserver import CHROMIUM, CHROMIUM_ARGS, log_in
 
+    from bench.harness import Client
+
+    api = Client(live.url, live.token)
     figures = {"send→ping": [], "ping→refetched": [], "send→refetched": [], "commit→refetched": []}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
-        log_in(page, live)
+        log_in(page, live.url, *OWNER)
         cookie = "; ".join(f"{c['name']}={c['value']}" for c in page.context.cookies())
         page.goto(f"{live.url}/messages/")
         page.wait_for_function("document.documentElement.dataset.live === 'on'")
@@ -209,7 +213,7 @@ def ping_latency(live, sends):
             page.evaluate("window.__marks = {}")
             body = f"latency probe {i} {time.time()}"
             started = time.time() * 1000
-            status, answer = live.post("/message_send", {"body": body, "to": "S-1", "session": f"bench sender {i % 20}"})
+            status, answer = api.json("POST", "/api/message_send", {"body": body, "to": "S-1", "session": f"bench sender {i % 20}"})
             committed = time.time() * 1000
             assert status == 200, answer
             page.wait_for_function("(body) => document.querySelector('#messages-rows').textContent.includes(body)", arg=body)
@@ -236,14 +240,14 @@ def main():
     if args.child:
         return child(args)
 
-    from tests.e2e.board_server import start_board, stop_board
-    from tests.live_server import server_env
+    from relaybay.devserver import Server
 
     with tempfile.TemporaryDirectory(prefix="relaybay-bench-") as tmp:
-        live = start_board(tmp)
+        live = Server(Path(tmp) / "relaybay-data").start()
         try:
+            live.create_owner(*OWNER)
             print(f"Populating {args.messages:,} messages and {args.sessions:,} sessions (SQLite, {tmp}) …", flush=True)
-            env = server_env(live.process.relaybay_data, live.token)
+            env = live.env
             run = subprocess.run(
                 [sys.executable, __file__, "--child", f"--messages={args.messages}", f"--sessions={args.sessions}", f"--runs={args.runs}"],
                 env=env, cwd=REPO_ROOT, capture_output=True, text=True, check=False,
@@ -255,7 +259,7 @@ def main():
             latency, cookie = ping_latency(live, args.sends)
             http_figures = over_http(live, cookie, info["paths"], args.runs)
         finally:
-            stop_board(live)
+            live.stop()
 
     print(f"{'page':34} {'in process':>22} {'over HTTP (daphne)':>24}   target {TARGET_MS} ms")
     print(f"{'':34} {'median':>10} {'p90':>10} {'median':>12} {'p90':>10}")

@@ -2,11 +2,11 @@
 processes, embedded SQLite or PostgreSQL + Redis), a keep-alive HTTP client, wrk with a Lua
 request rotation, direct SQL for seeding, and small statistics.
 
-Servers are started the way tests/live_server.py starts them (its `server_env`, a fresh data
-folder, `manage.py migrate`), but on the benchmark-only ASGI module bench/empty_asgi.py, which
-adds an empty bearer-auth django-ninja view beside relaybay's routes. Several daphne processes
-listen on one port, each on its own SO_REUSEPORT socket (daphne --fd), so the kernel spreads
-connections evenly between them.
+Servers are relaybay/devserver.py's, as the tests start them (a fresh data folder, `manage.py
+migrate`), but on the benchmark-only entry points bench/empty_asgi.py and bench/empty_wsgi.py,
+which add an empty bearer-auth django-ninja view beside relaybay's routes. Several daphne
+processes listen on one port, each on its own SO_REUSEPORT socket (daphne --fd), so the kernel
+spreads connections evenly between them.
 """
 
 import contextlib
@@ -31,9 +31,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.live_server import MANAGE, server_env  # noqa: E402
+from relaybay import devserver  # noqa: E402
 
-VENV_BIN = Path(sys.executable).parent
 PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_URL_TEMPLATE = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/{name}")
 # Redis database 9 is the browser tests'; the benchmarks keep to their own.
@@ -228,147 +227,24 @@ class DB:
 # --- servers ---------------------------------------------------------------------------------
 
 
-def _listening_socket(port=0, reuseport=False):
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if reuseport:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(1024)
-    sock.set_inheritable(True)
-    return sock
+class Server(devserver.Server):
+    """relaybay with the bench routes (bench/empty_asgi.py, bench/empty_wsgi.py) on a throwaway
+    data folder under `workdir`, on `backend`'s database and channel layer: relaybay/devserver.py's
+    server, as the tests start it."""
 
-
-class Server:
-    """relaybay (with the bench routes) on a throwaway data folder.
-
-    kind "daphne": `processes` daphne processes sharing one socket (or, with separate_ports,
-    each on its own port: `urls[i]` reaches process i). kind "gunicorn": one gunicorn master
-    with `processes` sync workers on Django's WSGI handler.
-    """
-
-    def __init__(self, workdir, backend, *, processes=1, kind="daphne", separate_ports=False, token=None, extra_env=None):
-        self.workdir = Path(workdir)
+    def __init__(self, workdir, backend, *, processes=1, kind="daphne", separate_ports=False, token=None, extra_env=None, root=REPO_ROOT):
         self.backend = backend
-        self.processes = processes
-        self.kind = kind
-        self.separate_ports = separate_ports
-        self.token = token or "bench-" + secrets.token_urlsafe(12)
-        self.data_dir = self.workdir / "relaybay-data"
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.env = server_env(self.data_dir, self.token, **backend.env(), **(extra_env or {}))
-        self.procs = []
-        self.sockets = []
-        self.urls = []
-        self.log_path = self.data_dir / "server.log"
-
-    @property
-    def url(self):
-        return self.urls[0]
-
-    @property
-    def label(self):
-        if self.kind == "gunicorn":
-            return f"gunicorn, {self.processes} sync worker{'s' if self.processes > 1 else ''} (WSGI)"
-        return f"daphne, {self.processes} process{'es' if self.processes > 1 else ''}"
-
-    def migrate(self):
-        run = subprocess.run(
-            [sys.executable, str(MANAGE), "migrate", "--noinput"], cwd=REPO_ROOT, env=self.env, capture_output=True, text=True
+        super().__init__(
+            Path(workdir) / "relaybay-data",
+            token=token or "bench-" + secrets.token_urlsafe(12),
+            env={**backend.env(), **(extra_env or {})},
+            kind=kind,
+            processes=processes,
+            separate_ports=separate_ports,
+            app=ASGI_APP,
+            wsgi_app=WSGI_APP,
+            root=root,
         )
-        if run.returncode:
-            raise RuntimeError(f"migrate failed:\n{run.stderr[-3000:]}")
-
-    def command_lines(self):
-        if self.kind == "gunicorn":
-            return [f"gunicorn -w {self.processes} -b 127.0.0.1:PORT --access-logfile - {WSGI_APP}"]
-        if self.processes == 1 or self.separate_ports:
-            return [f"daphne -b 127.0.0.1 -p PORT {ASGI_APP}"] * (1 if not self.separate_ports else self.processes)
-        return [f"daphne --fd FD {ASGI_APP}  (×{self.processes}, each on its own SO_REUSEPORT socket of one port)"]
-
-    def start(self, migrate=True):
-        if migrate:
-            self.migrate()
-        log = open(self.log_path, "ab")  # noqa: SIM115 - kept open for the children's lifetime
-        if self.kind == "gunicorn":
-            sock = _listening_socket()
-            port = sock.getsockname()[1]
-            sock.close()
-            cmd = [
-                str(VENV_BIN / "gunicorn"), "-w", str(self.processes), "-b", f"127.0.0.1:{port}",
-                "--access-logfile", "-", "--timeout", "60", "--backlog", "1024", WSGI_APP,
-            ]
-            self.procs.append(subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT))
-            self.urls = [f"http://127.0.0.1:{port}"]
-        elif self.separate_ports:
-            for _ in range(self.processes):
-                sock = _listening_socket()
-                self.sockets.append(sock)
-                cmd = [str(VENV_BIN / "daphne"), "--fd", str(sock.fileno()), ASGI_APP]
-                self.procs.append(
-                    subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, pass_fds=[sock.fileno()])
-                )
-                self.urls.append(f"http://127.0.0.1:{sock.getsockname()[1]}")
-        else:
-            # One listening socket per process, all on one port with SO_REUSEPORT: the kernel
-            # spreads new connections evenly. (One socket shared by all processes lets whichever
-            # process wakes first accept a whole burst of keep-alive connections.)
-            port = 0
-            for _ in range(self.processes):
-                sock = _listening_socket(port, reuseport=self.processes > 1)
-                port = sock.getsockname()[1]
-                self.sockets.append(sock)
-                cmd = [str(VENV_BIN / "daphne"), "--fd", str(sock.fileno()), ASGI_APP]
-                self.procs.append(
-                    subprocess.Popen(cmd, cwd=REPO_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, pass_fds=[sock.fileno()])
-                )
-            self.urls = [f"http://127.0.0.1:{port}"]
-        log.close()
-        deadline = time.monotonic() + 60
-        for url in self.urls:
-            while not self._answers(url):
-                if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
-                    self.stop()
-                    raise RuntimeError(f"server did not come up:\n{self.log_path.read_text()[-3000:]}")
-                time.sleep(0.1)
-        # With a shared socket, the other processes may still be importing Django: give every
-        # process time to reach its accept loop before anything is timed.
-        time.sleep(1.5 if self.processes > 1 else 0.2)
-        return self
-
-    def _answers(self, url):
-        with contextlib.suppress(OSError, http.client.HTTPException):
-            status, _, _ = Client(url, self.token, timeout=2).request("POST", "/bench/empty", b"{}")
-            return status == 200
-        return False
-
-    @property
-    def pids(self):
-        """The pids doing the work (gunicorn: its workers)."""
-        if self.kind != "gunicorn":
-            return [p.pid for p in self.procs]
-        out = subprocess.run(["pgrep", "-P", str(self.procs[0].pid)], capture_output=True, text=True)
-        return [int(x) for x in out.stdout.split()]
-
-    def stop(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for sock in self.sockets:
-            sock.close()
-        self.procs, self.sockets = [], []
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 @contextlib.contextmanager

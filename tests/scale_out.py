@@ -3,6 +3,7 @@ faults: a cluster of daphne processes on one database and one channel layer, par
 posts, direct reads of the database, and an owner's board websocket.
 """
 
+import contextlib
 import json
 import re
 import secrets
@@ -17,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from http.cookiejar import CookieJar
 from pathlib import Path
 
-from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, server_env, start_relaybay, stop_relaybay
+from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, restart_relaybay, server_env, start_relaybay, stop_relaybay
 
 OWNER = ("owner", "owner-password-1")
 DELIVERED_ITEM = re.compile(r"^\[relaybay\] (Message M|Comment C)-(\d+) from", re.M)
@@ -77,7 +78,7 @@ def query(server, sql, *params):
         with psycopg.connect(database_url, connect_timeout=5) as db:
             statement = sql.replace("%", "%%").replace("?", "%s") if params else sql
             return [tuple(row) for row in db.execute(statement, params or None).fetchall()]
-    with sqlite3.connect(server.process.relaybay_data / "relaybay.sqlite3", timeout=30) as db:
+    with contextlib.closing(sqlite3.connect(server.process.relaybay_data / "relaybay.sqlite3", timeout=30)) as db:
         return db.execute(sql, params).fetchall()
 
 
@@ -186,22 +187,7 @@ def kill_hard(server):
 
 def restart(server, ready_timeout=30.0):
     """Start daphne again on the same data folder, services, token and port."""
-    from tests.live_server import _answers, _server_command
-
-    port = int(server.url.rsplit(":", 1)[1])
-    data = server.process.relaybay_data
-    with open(data / "daphne.log", "ab") as log:
-        process = subprocess.Popen(
-            _server_command("daphne", port), cwd=REPO_ROOT, env=server_env(data, server.token), stdout=log, stderr=subprocess.STDOUT
-        )
-    process.relaybay_data = data
-    process.relaybay_url = server.url
-    server.process = process
-    deadline = time.monotonic() + ready_timeout
-    while not _answers(server.url, server.token):
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"relaybay did not come back; daphne log:\n{(data / 'daphne.log').read_text()[-3000:]}")
-        time.sleep(0.1)
+    server.process = restart_relaybay(server.process, ready_timeout)
     return server
 
 

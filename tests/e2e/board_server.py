@@ -1,25 +1,18 @@
-"""A real relaybay with an owner account, for the browser tests and the board benchmark.
+"""A real relaybay with an owner account, for the browser tests.
 
-The server itself is tests/live_server.py's (fresh data folder, migrate, daphne on a free
-loopback port); this adds the owner and the Chromium settings of these machines.
+The server is relaybay/devserver.py's, on the test run's configuration (tests/live_server.py);
+this adds the owner, and the Chromium settings of these machines.
 """
 
 import subprocess
 import sys
 
+from relaybay import devserver
+from relaybay.devserver import CHROMIUM, CHROMIUM_ARGS  # noqa: F401
 from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, server_env, start_relaybay, stop_relaybay
 
 OWNER = ("owner", "owner-password-1")
 ARTIFACTS = REPO_ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def manage(live, *args, **env):
@@ -33,7 +26,7 @@ def manage(live, *args, **env):
 def start_board(tmp_path, **env):
     """A running relaybay (LiveRelaybay) whose owner can log in with OWNER."""
     live = LiveRelaybay(*start_relaybay(tmp_path, **env))
-    manage(live, "createsuperuser", "--noinput", "--username", OWNER[0], "--email", "", DJANGO_SUPERUSER_PASSWORD=OWNER[1], **env)
+    live.process.relaybay_server.create_owner(*OWNER)
     return live
 
 
@@ -42,11 +35,7 @@ def stop_board(live):
 
 
 def log_in(page, live):
-    page.goto(f"{live.url}/login/")
-    page.fill("input[name=username]", OWNER[0])
-    page.fill("input[name=password]", OWNER[1])
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live.url}/")
+    devserver.log_in(page, live.url, *OWNER)
 
 
 def shot(page, name):

@@ -1,14 +1,12 @@
 """relaybay being down never slows or breaks a Claude Code session; what it missed is replayed."""
 
 import json
-import subprocess
-import time
 import urllib.request
 
 from tests.e2e.claude_cli import parse_result, run_claude
 from tests.e2e.model_server import text, tool
 from tests.e2e.relaybay_cli import manage, query, write_settings
-from tests.live_server import REPO_ROOT, _answers, _server_command, server_env, start_relaybay, stop_relaybay
+from tests.live_server import restart_relaybay, start_relaybay, stop_relaybay
 
 
 class Server:
@@ -18,21 +16,12 @@ class Server:
         self.url, self.token, process = start_relaybay(tmp_path)
         self.data = process.relaybay_data
         self.process = process
-        self.port = int(self.url.rsplit(":", 1)[1])
 
     def stop(self):
         stop_relaybay(self.process)
 
     def start(self):
-        log = open(self.data / "daphne.log", "ab")
-        self.process = subprocess.Popen(
-            _server_command("daphne", self.port), env=server_env(self.data, self.token), stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT
-        )
-        self.process.relaybay_data = self.data
-        deadline = time.monotonic() + 30
-        while not _answers(self.url, self.token):
-            assert self.process.poll() is None and time.monotonic() < deadline, (self.data / "daphne.log").read_text()[-2000:]
-            time.sleep(0.1)
+        self.process = restart_relaybay(self.process)
 
     def post(self, path, data):
         request = urllib.request.Request(
