@@ -5,7 +5,7 @@
 Adds, next to relaybay's own urls (bench/settings.py points ROOT_URLCONF at bench/empty_urls.py):
 
 - POST /bench/empty        an empty django-ninja view with relaybay's bearer auth (sync def),
-                           served like relaybay's /api/ routes (relaybay.asgi.APIHandler)
+                           served like relaybay's /api/ routes (relaybay.asgi.serve_api)
 - POST /bench/empty_async  the same view as `async def`
 - POST /bench/chain/...    the same views through the board's full middleware chain
 - POST /bench/bare         a bare ASGI answer in front of Django (the server's own floor)
@@ -17,8 +17,7 @@ import os
 
 os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
 
-from relaybay.asgi import api_asgi_app  # noqa: E402
-from relaybay.asgi import application as relaybay_application  # noqa: E402
+from relaybay import asgi as relaybay_asgi  # noqa: E402
 
 from bench.experiments import apply_app  # noqa: E402
 
@@ -49,8 +48,8 @@ async def application(scope, receive, send):
     if scope["type"] == "http" and scope["path"].startswith("/bench/chain/"):
         # The same views through the board's full middleware chain, for comparison.
         path = scope["path"].replace("/bench/chain/", "/bench/", 1)
-        return await relaybay_application({**scope, "path": path, "raw_path": path.encode()}, receive, send)
+        return await relaybay_asgi.application({**scope, "path": path, "raw_path": path.encode()}, receive, send)
     if scope["type"] == "http" and scope["path"].startswith("/bench/"):
-        # The reference views are served as relaybay serves /api/ (relaybay.asgi.APIHandler).
-        return await api_asgi_app(scope, receive, send)
-    return await relaybay_application(scope, receive, send)
+        # The reference views are served as relaybay serves /api/ (relaybay.asgi.serve_api).
+        return await relaybay_asgi.serve_api(scope, receive, send)
+    return await relaybay_asgi.application(scope, receive, send)

@@ -34,6 +34,7 @@ def plan(quick):
         ("hook_latency_pg", "bench/hook_latency.py", ["--backend", "pg", "--rounds", "40" if q else "150", "--spawns", "3" if q else "10", "--fresh", "10" if q else "50"]),
         ("hook_queries", "bench/hook_queries.py", ["--runs", "100" if q else "300"]),
         ("hook_queries_pg", "bench/hook_queries.py", ["--backend", "pg", "--runs", "60" if q else "200"]),
+        ("serving", "bench/serving.py", ["--rounds", "40" if q else "200", "--duration", "2" if q else "3", "--repeats", "1" if q else "3"]),
         ("throughput", "bench/throughput.py", ["--groups", "sqlite:1@;pg:1 2@" if q else THROUGHPUT_GROUPS,
                                                "--duration", "3" if q else "4", "--repeats", "1" if q else "3", "--warmup", "2"]),
         ("messages_sqlite", "bench/messages_scale.py", ["--large", "20000" if q else "1000000", "--rounds", "20" if q else "100"]),
@@ -261,6 +262,49 @@ runs), and ratios are medians of the ratios within each repeat (groups: `{tp.get
 {paced_text}{error_text}"""
 
 
+SERVING_NOTES = {
+    "relaybay": "as shipped: /api/ without the middleware chain, sync code on a database thread, pings sent through the loop and waited for",
+    "no db threads": "plain Django under daphne: each request's sync code on a thread made for it",
+    "full chain": "/api/ through the board's middleware chain (no `APIHandler`)",
+    "detached sends": "pings handed to the loop without waiting, as relaybay did until the database threads became asgiref executors",
+    "old": "the checkout given with --old",
+    "gunicorn": "the JSON API under gunicorn, 2 sync workers (docs/scale-out.md)",
+    "gunicorn old": "the --old checkout under gunicorn, 2 sync workers",
+}
+
+
+def section_serving(r):
+    s = r.get("serving")
+    if not s:
+        return ""
+    labels = ["hook, idle", "hook +comment", "empty view"]
+    base = s["server_time"]["relaybay"]
+    time_rows = [
+        (f"`{name}`", *(f"{t[k]['median']:.2f} ms ({t[k]['median'] / base[k]['median']:.2f}×)" for k in labels), SERVING_NOTES.get(name, ""))
+        for name, t in s["server_time"].items()
+    ]
+    tp_rows = [
+        (f"`{name}`", t["label"], f"{t['hook']['rps']:.0f}/s ({t['ratio']['hook']:.2f}×)", ms(t["hook"]["p99"]), t["hook"]["errors"],
+         f"{t['empty view']['rps']:.0f}/s ({t['ratio']['empty view']:.2f}×)")
+        for name, t in s["throughput"].items()
+    ]
+    return f"""
+## What relaybay's serving choices buy (bench/serving.py)
+
+{'SQLite, in-memory layer' if s['backend'] == 'sqlite' else 'PostgreSQL + Redis'}; each variant is one server on a data folder of its own, and
+each undoes one choice (bench/experiments.py), so its row is the plain alternative measured beside
+relaybay in the same run. Server time: sequential keep-alive requests, interleaved round by round
+over the variants (medians; × relaybay's). Comments delivered: {s['delivered']}.
+
+{md_table(["variant", "hook, idle", "hook +comment", "empty view", "what"], time_rows)}
+
+Throughput: wrk, 50 connections rotating through 50 sessions' turns with nothing pending, each
+repeat running every variant's empty view then its hooks (median; × relaybay's within each repeat):
+
+{md_table(["variant", "server", "hooks", "hook p99", "errors", "empty view"], tp_rows)}
+"""
+
+
 def section_messages(r, key, title):
     m = r.get(key)
     if not m:
@@ -390,6 +434,7 @@ wrk: `{notes['wrk']}`
 {section_hook_latency(r, 'hook_latency_pg', 'Hook server time and the hook clients (PostgreSQL + Redis)')}
 {section_queries(r)}
 {section_throughput(r)}
+{section_serving(r)}
 ## messages_list and the delivery claim at 1k and 1M stored messages
 {section_messages(r, 'messages_sqlite', 'SQLite')}
 {section_messages(r, 'messages_pg', 'PostgreSQL')}

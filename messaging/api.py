@@ -2,9 +2,6 @@
 
 from ninja import Query, Router
 
-from relaybay.auth import AsyncTokenAuth
-from relaybay.dbthreads import on_db_thread
-
 from sessions_app import lib as session_lib
 from sessions_app.actions import get_task, resolve_one
 from sessions_app.models import Session
@@ -13,14 +10,11 @@ from sessions_app.schemas import ERRORS, Error
 from . import actions, lib
 from .schemas import AckIn, AckOut, LinkIn, LinkOut, MessagesListQuery, SendIn, SendOut, SessionsListQuery
 
-# The MCP server's calls: async routes whose database work runs on relaybay's database
-# threads under daphne (relaybay/dbthreads.py), like the hooks'.
-router = Router(tags=["messages"], auth=AsyncTokenAuth())
+router = Router(tags=["messages"])
 ERRORS = {**ERRORS, 403: Error, 404: Error, 409: Error, 429: Error}
 
 
 @router.post("/message_send", response={200: SendOut, **ERRORS}, summary="Send a message to another session")
-@on_db_thread
 def message_send(request, data: SendIn):
     result = actions.do_send_message(**data.dict())
     message = result.message
@@ -37,7 +31,6 @@ def message_send(request, data: SendIn):
 
 
 @router.get("/messages_list", response={200: dict, **ERRORS}, summary="List a session's messages, newest first")
-@on_db_thread
 def messages_list(request, query: Query[MessagesListQuery]):
     row = resolve_one(query.session, what="session")
     task = get_task(query.task) if query.task else None
@@ -51,14 +44,12 @@ def messages_list(request, query: Query[MessagesListQuery]):
 
 
 @router.post("/message_ack", response={200: AckOut, **ERRORS}, summary="Mark a message (or all delivered mail) read")
-@on_db_thread
 def message_ack(request, data: AckIn):
     result = actions.do_ack_messages(**data.dict())
     return {"session": result.session.handle, "marked": result.marked, "mark": "read" if result.verified else "read (name not verified)"}
 
 
 @router.post("/session_link", response={200: LinkOut, **ERRORS}, summary="Link your hook session to a name")
-@on_db_thread
 def session_link(request, data: LinkIn):
     result = actions.do_link_session(**data.dict())
     link = result.link
@@ -72,7 +63,6 @@ def session_link(request, data: LinkIn):
 
 
 @router.get("/sessions_list", response={200: dict, **ERRORS}, summary="Who can be addressed, and whether mail reaches them now")
-@on_db_thread
 def sessions_list(request, query: Query[SessionsListQuery]):
     rows = Session.objects.select_related("task").prefetch_related("links").order_by("-last_seen_at", "-id")
     if query.task:

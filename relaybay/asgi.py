@@ -18,8 +18,10 @@ class APIHandler(ASGIHandler):
     The JSON API is bearer-token authenticated and sets no cookies, so the board's session,
     CSRF, login, messages and header middleware have nothing to do there; yet under ASGI each
     of them runs its request and response steps on a thread hop of their own (Django's
-    MiddlewareMixin), a dozen hops for every hook. The routes, auth and error answers are the
-    same as through the full chain (relaybay/api.py); the WSGI layout serves /api/ with it.
+    MiddlewareMixin), a dozen hops for every hook: the empty API view costs 2.6 times as much
+    through the chain (docs/benchmarks.md, "What relaybay's serving choices buy"). The routes,
+    auth and error answers are the same as through the full chain (relaybay/api.py); the WSGI
+    layout serves /api/ with it.
     """
 
     def load_middleware(self, is_async=False):
@@ -37,24 +39,29 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from board.routing import websocket_urlpatterns  # noqa: E402
-from relaybay import dbthreads  # noqa: E402
+from relaybay.dbthreads import threads as db_threads  # noqa: E402
 from relaybay.mcp.http import mcp_asgi_app  # noqa: E402
 
-dbthreads.use_db_threads()
 # The API's description and docs page open with the token or the owner's board login, which
 # only the board's middleware (sessions, auth) reads.
 API_PAGES_FOR_THE_OWNER = {"/api/docs", "/api/openapi.json"}
 
 
+async def serve_api(scope, receive, send):
+    """One /api/ request: Django without the middleware chain, its sync code on a database
+    thread (relaybay/dbthreads.py)."""
+    async with db_threads.serving():
+        await api_asgi_app(scope, receive, send)
+
+
 async def http(scope, receive, send):
     path = scope["path"]
     if path.startswith("/api/") and path not in API_PAGES_FOR_THE_OWNER:
-        app = api_asgi_app
+        await serve_api(scope, receive, send)
     elif path == "/mcp":
-        app = mcp_asgi_app
+        await mcp_asgi_app(scope, receive, send)
     else:
-        app = django_asgi_app
-    await app(scope, receive, send)
+        await django_asgi_app(scope, receive, send)
 
 
 application = ProtocolTypeRouter(

@@ -1,89 +1,69 @@
-"""Where the JSON API's database work runs under the ASGI server: a few long-lived threads.
+"""The threads that do the JSON API's database work under daphne: a few long-lived ones.
 
-Django's ASGI handler runs a sync view on a thread made for the request, so a sync view opens
-a database connection per request, and on SQLite fifty such threads would queue for the one
-write lock inside sqlite3's busy handler, which sleeps 1-100 ms between tries (seconds of tail
-latency under load). The hot routes (hooks and the MCP operations) are `async def` and run
-their database step here instead, on RELAYBAY_DB_THREADS threads per process (default: 1 on
-SQLite, which has one writer anyway; 4 on PostgreSQL): they queue in process, in arrival
-order, and on SQLite each keeps its connection from one request to the next. On PostgreSQL
-the connection goes back to the pool after each step, so the pool's checks still run on
-checkout. Board pings and wake-ups that a step sends after its commit are handed to the
-server's event loop without waiting (relaybay.events.sends_detached).
+Django's ASGI handler runs a request's sync code (its views, and the `close_old_connections`
+receivers of `request_started`/`request_finished`) on a thread made for that request, so every
+request would open a database connection, and on SQLite fifty such threads would queue for the
+one write lock inside sqlite3's busy handler, which sleeps 1-100 ms between tries (seconds of
+tail latency under load). relaybay.asgi serves each `/api/` request inside asgiref's
+`ThreadSensitiveContext` with one of these threads as its executor instead: the routes stay
+plain sync views, every sync step of a request runs on the same long-lived thread, requests
+queue in process in arrival order, and on SQLite (persistent connections, settings.py) the
+thread keeps its connection from one request to the next. On PostgreSQL the connection goes
+back to the pool at each request's end (Django's own `close_old_connections`).
 
-These threads are for a server whose event loop lives as long as the process: relaybay.asgi
-turns them on. Elsewhere (Django's WSGI handler, which gives every async view a loop of its
-own that ends with the request; management commands; the test client) and with
-RELAYBAY_DB_THREADS=0, the step runs on the request's own thread, as a sync view's would, and
-gives its connection back when it ends (unless a transaction is open, as in a test). Either
-way a wake-up long poll holds no connection between its checks. The in-process tests set 0:
-their data lives in the test's open transaction.
+Async code that is not a Django view (the MCP tools at /mcp) runs its database steps here with
+`threads.run`. RELAYBAY_DB_THREADS threads per daphne process (default: 1 on SQLite, which has
+one writer anyway; 4 on PostgreSQL); a request goes to the thread with the fewest in hand.
+Elsewhere (gunicorn, management commands, the test client) nothing here is used: Django runs
+the same views on the request's own thread.
 """
 
-import asyncio
-import functools
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 
-from asgiref.sync import sync_to_async
-from django import db
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-
-from relaybay.events import sends_detached
-
-_executor = None
-_enabled = False
+from django.db import close_old_connections
 
 
-def use_db_threads():
-    """Called by the ASGI entry point: this process serves from one long-lived event loop."""
-    global _enabled
-    _enabled = True
+class DatabaseThreads:
+    def __init__(self, count):
+        if count < 1:
+            raise ValueError("RELAYBAY_DB_THREADS must be at least 1")
+        # One thread per executor: a request's sync steps must all run on one thread (its
+        # database connection is that thread's), which ThreadSensitiveContext requires.
+        self.executors = [ThreadPoolExecutor(1, thread_name_prefix=f"relaybay-db-{i}") for i in range(count)]
+        self.in_hand = [0] * count
+
+    @contextlib.contextmanager
+    def _least_busy(self):
+        i = min(range(len(self.in_hand)), key=self.in_hand.__getitem__)
+        self.in_hand[i] += 1
+        try:
+            yield self.executors[i]
+        finally:
+            self.in_hand[i] -= 1
+
+    @contextlib.asynccontextmanager
+    async def serving(self):
+        """The block's thread-sensitive sync code (Django's sync views and signals) runs on one
+        of the database threads."""
+        with self._least_busy() as executor:
+            async with ThreadSensitiveContext(executor=executor):
+                yield
+
+    async def run(self, step, *args):
+        """`step(*args)` on one of the threads, giving its connection back after as a request's
+        end would (to the pool on PostgreSQL; a persistent SQLite connection stays)."""
+        with self._least_busy() as executor:
+            return await sync_to_async(_step, thread_sensitive=False, executor=executor)(step, *args)
 
 
-def _pool():
-    global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(settings.RELAYBAY_DB_THREADS, thread_name_prefix="relaybay-db")
-    return _executor
-
-
-def _on_db_thread(loop, fn, *args, **kwargs):
-    keep = db.connection.vendor == "sqlite"
+def _step(step, *args):
     try:
-        with sends_detached(loop):
-            return fn(*args, **kwargs)
-    except db.Error:
-        keep = False  # the database went away or broke the connection: open a new one next time
-        raise
+        return step(*args)
     finally:
-        if not keep and not db.connection.in_atomic_block:
-            db.connection.close()
+        close_old_connections()
 
 
-def _on_request_thread(fn, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        if not db.connection.in_atomic_block:
-            db.connection.close()
-
-
-async def run(fn, *args, **kwargs):
-    """Run `fn` (a route's database step) on a database thread and return its result."""
-    if not _enabled or settings.RELAYBAY_DB_THREADS <= 0:
-        return await sync_to_async(_on_request_thread)(fn, *args, **kwargs)
-    # A plain executor call, not asgiref's sync_to_async: nothing on these threads calls back
-    # into the loop but the detached sends, so none of asgiref's bookkeeping is needed.
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_pool(), functools.partial(_on_db_thread, loop, fn, *args, **kwargs))
-
-
-def on_db_thread(view):
-    """A sync django-ninja view served as an `async def` whose body runs on a database thread.
-    Give the route `auth=AsyncTokenAuth()`: a sync check would cost a thread hop of its own."""
-
-    @functools.wraps(view)
-    async def serve(request, *args, **kwargs):
-        return await run(view, request, *args, **kwargs)
-
-    return serve
+threads = DatabaseThreads(settings.RELAYBAY_DB_THREADS)

@@ -8,7 +8,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from relaybay.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
-from relaybay.events import ping
+from relaybay.events import ping, send_to_group
 from relaybay.inputs import clean_text, is_identifier_text, parse_id
 
 from . import lib
@@ -149,7 +149,8 @@ class CommentResult:
     comment: Comment
 
 
-def do_write_comment(*, session, body, author=None):
+def do_write_comment(*, session, body, author=None, send=send_to_group):
+    """`send`: how this process reaches boards and waiters (relaybay.events)."""
     body = clean_text(body or "").strip()
     if not body:
         raise InvalidInput("The comment is empty; write something to send.")
@@ -158,8 +159,8 @@ def do_write_comment(*, session, body, author=None):
     with transaction.atomic():
         comment = Comment.objects.create(session=session, session_name=session.name, body=body, author=author)
         record_event("comment.written", session=session, data={"comment": comment.pk, "session": session.handle})
-        wake_session(session)
-        ping("sessions", "comments")
+        wake_session(session, send=send)
+        ping("sessions", "comments", send=send)
     return CommentResult(comment)
 
 

@@ -6,8 +6,9 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from ninja import Router, Status
 
-from relaybay import dbthreads, inputs
-from relaybay.auth import AsyncTokenAuth, token_matches
+from relaybay import inputs
+from relaybay.auth import AsyncTokenAuth, TokenAuth, token_matches
+from relaybay.dbthreads import threads as db_threads
 from relaybay.errors import InvalidInput
 from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
@@ -20,22 +21,36 @@ router = Router(tags=["hooks and sessions"])
 HOOK_BODY = HookIn.model_json_schema()
 
 
-class HookTokenAuth(AsyncTokenAuth):
-    """The token check of the hook routes, which also counts a refused call for the board's
+def _count_refused():
+    count = refusals.note_refused()
+    if count:
+        actions.do_count_refused_hooks(count=count)
+
+
+class HookTokenAuth(TokenAuth):
+    """The token check of the hook route, which also counts a refused call for the board's
     warning (sessions connected with an old token)."""
 
     def __call__(self, request):
         checked = super().__call__(request)
-        return self._refused() if checked is None else checked  # None: no bearer token at all
+        return _count_refused() if checked is None else checked  # None: no bearer token at all
+
+    def authenticate(self, request, token):
+        return True if token_matches(token) else _count_refused()
+
+
+class AsyncHookTokenAuth(AsyncTokenAuth):
+    """The same for the wake-up long poll, an `async def` route."""
+
+    def __call__(self, request):
+        checked = super().__call__(request)
+        return self._refused() if checked is None else checked
 
     async def authenticate(self, request, token):
         return True if token_matches(token) else await self._refused()
 
     async def _refused(self):
-        count = refusals.note_refused()
-        if count:
-            await dbthreads.run(actions.do_count_refused_hooks, count=count)
-        return None
+        await db_threads.run(_count_refused)
 
 
 def _spooled_at(request):
@@ -59,7 +74,6 @@ def _spooled_at(request):
     "Header `X-Relaybay-Process` carries the proof of the Claude Code process (a digest of its messaging token): "
     "relaybay's http MCP server then knows this hook session speaks for calls with the same proof.",
 )
-@dbthreads.on_db_thread
 def post_hook(request):
     payload = inputs.read_json_body(request, what="The hook payload")
     replay = request.headers.get("X-Relaybay-Replay") == "1"
@@ -70,7 +84,7 @@ def post_hook(request):
 @router.get(
     "/hooks/wait",
     response={200: WaitOut, **ERRORS},
-    auth=HookTokenAuth(),
+    auth=AsyncHookTokenAuth(),
     summary="Wake-up long poll for an idle session",
     description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
     "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "
@@ -79,7 +93,7 @@ def post_hook(request):
 async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 50):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
     waiter = uuid.uuid4().hex
-    if not await dbthreads.run(delivery.register_waiter, session_id, waiter):
+    if not await db_threads.run(delivery.register_waiter, session_id, waiter):
         return {"status": delivery.WAKE_REPLACED}
     layer = get_channel_layer()
     channel = await layer.new_channel()
@@ -89,7 +103,7 @@ async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 5
     except Exception:
         # No channel layer (Redis down): nobody will wait, so no waiter stays registered to
         # tell senders the session is being woken. The error answers 503 (relaybay/api.py).
-        await dbthreads.run(delivery.forget_waiter, session_id, waiter)
+        await db_threads.run(delivery.forget_waiter, session_id, waiter)
         raise
     try:
         await layer.group_send(group, {"type": "replaced", "waiter": waiter})
@@ -99,7 +113,7 @@ async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 5
         check = True
         while True:
             if check:
-                outcome = await dbthreads.run(delivery.claim_for_waiter, session_id, waiter)
+                outcome = await db_threads.run(delivery.claim_for_waiter, session_id, waiter)
                 if outcome == delivery.WAKE_REPLACED:
                     return {"status": "replaced"}
                 if outcome:

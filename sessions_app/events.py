@@ -1,7 +1,7 @@
 """What a write leaves behind besides its rows: the feed row of what happened, and the wake-up
 of a session whose wake-up hook waits. The refresh pings themselves are relaybay.events'."""
 
-from relaybay.events import wake_waiters
+from relaybay.events import send_to_group, wake_waiters
 
 from .models import Event, HookLink
 
@@ -18,8 +18,8 @@ def record_event(name, *, session=None, session_id=None, hook_session="", data=N
     )
 
 
-def wake_session(session):
+def wake_session(session, send=send_to_group):
     """Something arrived for `session`: wake its wake-up hooks that wait (an idle exact link
-    with a current waiter), once the write commits."""
+    with a current waiter), once the write commits. `send`: relaybay.events'."""
     waiting = session.links.filter(exact=True, state=HookLink.State.IDLE).exclude(waiter="")
-    wake_waiters(waiting.values_list("hook_session", flat=True))
+    wake_waiters(waiting.values_list("hook_session", flat=True), send=send)

@@ -65,10 +65,6 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(autouse=True)
 def _token(settings):
     settings.RELAYBAY_TOKEN = TOKEN
-    # In-process tests keep their rows in the test's open transaction, which only the test's
-    # own connection sees: API routes do their database work on the request's thread here.
-    # Live servers (tests/live_server.py) use relaybay's database threads.
-    settings.RELAYBAY_DB_THREADS = 0
 
 
 class HookPoster:

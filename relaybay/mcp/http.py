@@ -30,15 +30,14 @@ from pydantic import ValidationError
 
 from messaging import api as routes
 from messaging.schemas import AckIn, LinkIn, MessagesListQuery, SendIn, SessionsListQuery
-from relaybay import dbthreads
 from relaybay.api import database_unavailable_detail, invalid_detail
 from relaybay.auth import TOKEN_REFUSED, token_matches
+from relaybay.dbthreads import threads as db_threads
 from relaybay.errors import ErrorCode, RelaybayError, error_body, tool_error_text
 from relaybay.mcp.tools import PROVEN, build_server
 from sessions_app import lib as session_lib
 
-# Each operation: the JSON route (its sync body, which on_db_thread keeps as __wrapped__) and
-# the schema the route reads its input with.
+# Each operation: the JSON route (a plain sync view) and the schema the route reads its input with.
 OPERATIONS = {
     "message_send": (routes.message_send, SendIn),
     "messages_list": (routes.messages_list, MessagesListQuery),
@@ -66,7 +65,7 @@ def _operate(operation, fields, proof):
         data = schema.model_validate(fields)
     except ValidationError as error:
         raise ToolError(tool_error_text(ErrorCode.INVALID_REQUEST, invalid_detail(error.errors(include_url=False)))) from None
-    return route.__wrapped__(None, data)
+    return route(None, data)
 
 
 class DirectBackend:
@@ -75,7 +74,7 @@ class DirectBackend:
     async def call(self, operation, fields, ctx):
         proof = session_lib.process_proof((ctx.headers or {}).get(session_lib.PROCESS_HEADER.lower()))
         try:
-            return await dbthreads.run(_operate, operation, fields, proof)
+            return await db_threads.run(_operate, operation, fields, proof)
         except RelaybayError as error:
             raise ToolError(tool_error_text(error.code, error.message)) from None
         except (OperationalError, InterfaceError) as error:

@@ -13,14 +13,12 @@ class Command(BaseCommand):
         parser.add_argument("text", nargs="+", help="The comment text")
 
     def handle(self, *args, **options):
-        events.relay_through_server = True
         try:
             session = resolve_one(options["session"])
-            result = do_write_comment(session=session, body=" ".join(options["text"]))
+            # This process is not the server: its pings and wakes go through relay_to_server.
+            result = do_write_comment(session=session, body=" ".join(options["text"]), send=events.relay_to_server)
         except RelaybayError as error:
             raise CommandError(error.message)
-        finally:
-            events.relay_through_server = False
         self.stdout.write(
             f"Comment C-{result.comment.pk} written to {session.handle} ({session.name}); "
             "it is delivered at the session's next hook."

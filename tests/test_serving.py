@@ -1,0 +1,143 @@
+"""How relaybay.asgi serves the JSON API (the production path under daphne), run in process
+through the ASGI application itself: /api/ without the board's middleware chain
+(relaybay.asgi.APIHandler), each request's sync code on a long-lived database thread
+(relaybay/dbthreads.py), pings after commit through the server's event loop."""
+
+import asyncio
+import json
+import threading
+
+import pytest
+from channels.layers import get_channel_layer
+from channels.testing import HttpCommunicator
+from django import db
+
+from relaybay import asgi
+from sessions_app.hooks import ingest
+
+from .conftest import TOKEN
+
+pytestmark = pytest.mark.django_db(transaction=True)
+AUTH = [(b"authorization", f"Bearer {TOKEN}".encode()), (b"content-type", b"application/json")]
+
+
+@pytest.fixture(autouse=True)
+def _close_database_threads_connections():
+    yield
+    for executor in asgi.db_threads.executors:
+        executor.submit(lambda: db.connection.close()).result()
+
+
+async def serve(method, path, body=None, headers=AUTH):
+    communicator = HttpCommunicator(asgi.application, method, path, json.dumps(body).encode() if body is not None else b"", headers)
+    response = await communicator.get_response(timeout=10)
+    await communicator.wait(10)  # the request's end: request_finished, the thread's release
+    headers = {name.lower(): value for name, value in response["headers"]}
+    json_answer = headers.get(b"content-type", b"").startswith(b"application/json")
+    return response["status"], headers, json.loads(response["body"] or b"null") if json_answer else response["body"]
+
+
+def hook_payload(event, hook_session, **fields):
+    return {"hook_event_name": event, "session_id": hook_session, "cwd": "/p", **fields}
+
+
+@pytest.fixture
+def board_group():
+    """A board's channel on the layer: what a write pings."""
+
+    class Board:
+        async def __aenter__(self):
+            self.layer = get_channel_layer()
+            self.channel = await self.layer.new_channel()
+            await self.layer.group_add("board", self.channel)
+            return self
+
+        async def __aexit__(self, *exc):
+            await self.layer.group_discard("board", self.channel)
+
+        async def next_ping(self):
+            return await asyncio.wait_for(self.layer.receive(self.channel), 5)
+
+    return Board()
+
+
+@pytest.fixture
+def seen_threads(monkeypatch):
+    """The thread (and its database connection) each hook's ingestion ran on."""
+    seen = []
+    real = ingest.ingest_hook
+
+    def recording(*args, **kwargs):
+        answer = real(*args, **kwargs)
+        seen.append((threading.current_thread().name, db.connection.connection))
+        return answer
+
+    monkeypatch.setattr("sessions_app.api.ingest_hook", recording)
+    return seen
+
+
+async def test_a_hook_is_ingested_on_a_database_thread_and_pings_the_board_after_commit(board_group, seen_threads):
+    async with board_group as board:
+        status, _, answer = await serve("POST", "/api/hooks", hook_payload("UserPromptSubmit", "h-serve", prompt="hi"))
+        assert (status, answer) == (200, {})
+        assert "sessions" in (await board.next_ping())["topics"]
+    assert seen_threads[0][0].startswith("relaybay-db-")
+
+
+async def test_the_database_thread_keeps_its_sqlite_connection_and_gives_a_postgresql_one_back(seen_threads):
+    for event in ("SessionStart", "UserPromptSubmit", "PreToolUse"):
+        status, _, _ = await serve("POST", "/api/hooks", hook_payload(event, "h-keep", source="startup", prompt="go", tool_name="Bash"))
+        assert status == 200
+    (first, connection), *rest = seen_threads
+    assert all(thread == first for thread, _ in rest)  # an idle process's first thread
+    if db.connection.vendor == "sqlite":
+        assert all(kept is connection for _, kept in rest)  # no connection opened per request
+        assert asgi.db_threads.executors[0].submit(lambda: db.connection.connection).result() is connection
+    else:
+        # Back to PostgreSQL (the pool in a server) at each request's end.
+        assert all(executor.submit(lambda: db.connection.connection).result() is None for executor in asgi.db_threads.executors)
+
+
+async def test_a_database_error_costs_the_thread_its_connection_not_its_next_request(monkeypatch, seen_threads):
+    def broken(*args, **kwargs):
+        db.connection.ensure_connection()
+        raise db.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr("sessions_app.api.ingest_hook", broken)
+    status, _, answer = await serve("POST", "/api/hooks", hook_payload("PreToolUse", "h-broken", tool_name="Bash"))
+    assert status == 503 and "cannot reach its database" in answer["detail"]
+    monkeypatch.undo()
+    status, _, _ = await serve("POST", "/api/hooks", hook_payload("SessionStart", "h-broken", source="startup"))
+    assert status == 200
+
+
+async def test_mcp_operations_run_on_the_database_threads_and_ping_after_commit(board_group, monkeypatch):
+    from messaging import lib as messaging_lib
+
+    for hook, name in (("h-tx", "db-tx"), ("h-rx", "db-rx")):
+        status, _, _ = await serve("POST", "/api/hooks", hook_payload("SessionStart", hook, source="startup", relaybay_session=name))
+        assert status == 200
+    seen = []
+    listing = messaging_lib.list_messages
+    monkeypatch.setattr(messaging_lib, "list_messages", lambda *a, **k: seen.append(threading.current_thread().name) or listing(*a, **k))
+    async with board_group as board:
+        status, _, sent = await serve("POST", "/api/message_send", {"to": "db-rx", "body": "through a database thread", "hook_session": "h-tx"})
+        assert status == 200, sent
+        assert "messages" in (await board.next_ping())["topics"]
+    status, _, listed = await serve("GET", "/api/messages_list?session=db-rx")
+    assert status == 200
+    assert [m["body"] for m in listed["messages"]] == ['"through a database thread"']
+    assert seen[0].startswith("relaybay-db-")
+
+
+async def test_the_api_answers_without_the_boards_middleware_and_still_needs_the_token():
+    status, headers, _ = await serve("GET", "/api/sessions_list")
+    assert status == 200
+    # The board's chain would add its security headers and a CSRF cookie check; /api/ skips it.
+    assert b"x-frame-options" not in headers and b"set-cookie" not in headers
+    status, _, answer = await serve("GET", "/api/sessions_list", headers=[(b"authorization", b"Bearer wrong")])
+    assert status == 401 and "Missing or wrong token" in answer["detail"]
+    status, _, answer = await serve("POST", "/api/hooks", hook_payload("PreToolUse", ""), headers=AUTH)
+    assert status == 400
+    status, headers, _ = await serve("GET", "/login/", headers=[(b"host", b"127.0.0.1")])
+    assert status == 200 and b"x-frame-options" in headers
