@@ -33,10 +33,9 @@ class HookTokenAuth(TokenAuth):
 
     def __call__(self, request):
         checked = super().__call__(request)
-        return _count_refused() if checked is None else checked  # None: no bearer token at all
-
-    def authenticate(self, request, token):
-        return True if token_matches(token) else _count_refused()
+        if checked is None:
+            _count_refused()
+        return checked
 
 
 class AsyncHookTokenAuth(AsyncTokenAuth):
