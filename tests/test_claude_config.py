@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.live_server import MANAGE, live_relaybay  # noqa: F401  (fixture)
 
-EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"}
+EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Notification", "Stop", "SessionEnd"}
 HOOK_CLIENT = Path(__file__).resolve().parents[1] / "bin" / "relaybay-hook"
 URL = "http://127.0.0.1:8123"
 TOKEN = "tok'en with $pecials"

@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
 MCP_HEADERS_HELPER = Path(settings.BASE_DIR) / "bin" / "relaybay-mcp-headers"
-EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+# Notification: a recipient's terminal asking its user to approve a native message (SPEC §4.9).
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Notification", "Stop", "SessionEnd")
 # PreToolUse/PostToolUse match tool names ("*": every tool). SessionStart and SessionEnd
 # match the source or reason, where "" matches all; UserPromptSubmit and Stop take none.
 MATCHERS = {"PreToolUse": "*", "PostToolUse": "*", "SessionStart": "", "SessionEnd": ""}
@@ -173,7 +174,7 @@ class Command(BaseCommand):
     help = (
         "Print Claude Code configuration for relaybay. By default: a settings file for "
         "`claude --settings FILE` with command hooks for SessionStart, UserPromptSubmit, PreToolUse, "
-        "PostToolUse, Stop and SessionEnd (the stdlib-only hook client, run by the machine's python3 -S), "
+        "PostToolUse, Notification, Stop and SessionEnd (the stdlib-only hook client, run by the machine's python3 -S), "
         "plus the wake-up hook on Stop (asyncRewake), which wakes an idle interactive session when mail arrives. "
         "The settings' `env` names the client ($RELAYBAY_HOOK) and its configuration file in relaybay's data "
         "folder (RELAYBAY_HOOK_CONFIG: address, token, options; 0600), so the command lines hold no configuration. "
