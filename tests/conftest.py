@@ -15,7 +15,10 @@ def _on_postgresql():
 def pytest_configure(config):
     """On the scale-out pass (DATABASE_URL / REDIS_URL set): the services must answer, or the
     run stops here with the reason, never skipping; each test process gets a channel prefix of
-    its own so two xdist workers (or two runs) on one Redis never hear each other's groups."""
+    its own so two xdist workers (or two runs) on one Redis never hear each other's groups.
+    Passwords are hashed with a cheap hasher, as in healthchecks' tests: PBKDF2's deliberate
+    cost would be paid for every owner a board test makes."""
+    django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     if _on_postgresql():
         import psycopg
 

@@ -26,9 +26,13 @@ def to_bob(rb, body="hi bob"):
     return rb.sent(body=body, to="bob", session="alice", hook_session="hook-a")["id"]
 
 
-def read_state(message_id):
-    message = SessionMessage.objects.get(pk=message_id)
-    return message.read_at is not None, message.read_verified
+def read_mark(rb, message_id):
+    """The read mark the sender sees on its message in messages_list ("" while unread)."""
+    [message] = [m for m in rb.messages("alice", box="sent", limit=100) if m["id"] == message_id]
+    return message["read"]
+
+
+UNREAD, READ, READ_NOT_VERIFIED = "", "read", "read (name not verified)"
 
 
 # A row with an exact link, live or ended, needs that link's hook id
@@ -65,7 +69,7 @@ def test_an_exactly_linked_row_s_mail_cannot_be_acknowledged_without_its_link_s_
     assert response.status_code == 403
     assert detail(response) == needs_link_id("bob")
     assert counts() == before
-    assert read_state(message_id) == (False, None)
+    assert read_mark(rb, message_id) == UNREAD
 
 
 @pytest.mark.parametrize("setup", EXACT_SETUPS)
@@ -80,7 +84,6 @@ def test_an_exactly_linked_row_acknowledges_with_its_link_s_id_live_or_ended_and
     response = rb.ack(message_id=f"M-{message_id}", hook_session="hook-b", **fields)
     assert response.status_code == 200
     assert response.json() == {"session": bob.handle, "marked": 1, "mark": "read"}
-    assert read_state(message_id) == (True, True)
     [listed] = rb.messages("bob")
     assert listed["read"] == "read"
 
@@ -138,8 +141,8 @@ def test_a_row_that_never_linked_itself_acknowledges_in_its_name_as_read_name_no
     message_id = to_bob(rb)
     response = rb.ack(message_id=message_id, session="BOB", hook_session=hook_session)
     assert response.status_code == 200
-    assert response.json() == {"session": response.json()["session"], "marked": 1, "mark": "read (name not verified)"}
-    assert read_state(message_id) == (True, False)
+    recipient = f"S-{SessionMessage.objects.get(pk=message_id).recipient_id}"
+    assert response.json() == {"session": recipient, "marked": 1, "mark": "read (name not verified)"}
     [listed] = rb.messages("bob")
     assert listed["read"] == "read (name not verified)"
     [sent] = rb.messages("alice", box="sent")
@@ -176,9 +179,9 @@ def test_an_ack_without_an_id_marks_only_the_delivered_unread_mail_of_an_exact_r
     waiting = to_bob(rb, "three")
     response = rb.ack(session="bob", hook_session="hook-b")
     assert response.json()["marked"] == 2
-    assert [read_state(m) for m in delivered] == [(True, True), (True, True)]
+    assert [read_mark(rb, m) for m in delivered] == [READ, READ]
     # Not delivered yet: marking it read would keep it from ever reaching the model.
-    assert read_state(waiting) == (False, None)
+    assert read_mark(rb, waiting) == UNREAD
     assert rb.ack(session="bob", hook_session="hook-b").json()["marked"] == 0
 
 
@@ -189,7 +192,7 @@ def test_an_ack_without_an_id_marks_all_unread_mail_of_a_row_that_never_linked(r
     # read through messages_list, and the ack marks what it listed.
     response = rb.ack(session="bob")
     assert response.json()["marked"] == 2
-    assert [read_state(m) for m in ids] == [(True, False), (True, False)]
+    assert [read_mark(rb, m) for m in ids] == [READ_NOT_VERIFIED, READ_NOT_VERIFIED]
 
 
 def test_an_ack_by_hook_id_alone_names_the_row_of_that_link(rb, alice):
@@ -197,7 +200,7 @@ def test_an_ack_by_hook_id_alone_names_the_row_of_that_link(rb, alice):
     message_id = to_bob(rb)
     rb.prompt("hook-b")
     assert rb.ack(hook_session="hook-b").json() == {"session": bob.handle, "marked": 1, "mark": "read"}
-    assert read_state(message_id) == (True, True)
+    assert read_mark(rb, message_id) == READ
 
 
 # Ack creates no row, and only marks one's own mail
@@ -226,7 +229,7 @@ def test_a_refused_ack_writes_nothing(rb, alice, fields, status, sentence):
     if sentence is not None:
         assert detail(response) == sentence.format(mid=message_id, carol=carol.handle)
     assert counts() == before
-    assert read_state(message_id) == (False, None)
+    assert read_mark(rb, message_id) == UNREAD
 
 
 def test_an_ack_creates_no_row_for_an_unknown_name(rb, alice):
@@ -249,7 +252,7 @@ def test_a_verified_reply_marks_its_parent_read(rb, alice):
     rb.live("bob", "hook-b")
     parent = to_bob(rb)
     rb.sent(body="got it", in_reply_to=parent, session="bob", hook_session="hook-b")
-    assert read_state(parent) == (True, True)
+    assert read_mark(rb, parent) == READ
 
 
 def test_a_reply_from_a_row_that_never_linked_marks_its_parent_read_name_not_verified(rb, alice):
@@ -257,7 +260,7 @@ def test_a_reply_from_a_row_that_never_linked_marks_its_parent_read_name_not_ver
     parent = to_bob(rb)
     reply = rb.sent(body="got it", in_reply_to=f"M-{parent}", session="bob")
     assert reply["to_handle"] == link("hook-a").session.handle
-    assert read_state(parent) == (True, False)
+    assert read_mark(rb, parent) == READ_NOT_VERIFIED
 
 
 def test_a_reply_from_an_ended_exact_row_without_its_id_is_sent_but_leaves_its_parent_unread(rb, alice):
@@ -269,7 +272,7 @@ def test_a_reply_from_an_ended_exact_row_without_its_id_is_sent_but_leaves_its_p
     assert reply["sender_verified"] is False
     # ...but without the link's id it cannot mark bob's mail read, or the parent would never
     # be delivered when bob comes back.
-    assert read_state(parent) == (False, None)
+    assert read_mark(rb, parent) == UNREAD
 
 
 def test_a_reply_from_an_ended_exact_row_with_its_id_marks_its_parent_read(rb, alice):
@@ -278,7 +281,7 @@ def test_a_reply_from_an_ended_exact_row_with_its_id_marks_its_parent_read(rb, a
     rb.end("hook-b")
     reply = rb.sent(body="got it", in_reply_to=parent, session="bob", hook_session="hook-b")
     assert reply["sender_verified"] is False
-    assert read_state(parent) == (True, True)
+    assert read_mark(rb, parent) == READ
 
 
 def test_a_reply_by_a_third_session_does_not_mark_the_parent_read(rb, alice):
@@ -286,4 +289,4 @@ def test_a_reply_by_a_third_session_does_not_mark_the_parent_read(rb, alice):
     rb.live("carol", "hook-c")
     parent = to_bob(rb)
     rb.sent(body="me too", in_reply_to=parent, session="carol", hook_session="hook-c")
-    assert read_state(parent) == (False, None)
+    assert read_mark(rb, parent) == UNREAD

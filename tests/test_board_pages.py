@@ -490,3 +490,8 @@ class TestLiveFragments:
         for url in page_urls(world):
             listened |= set(re.findall(r"ping-([a-z]+) from:body", board.get(url).content.decode()))
         assert {"sessions", "messages", "comments", "events", "map", "tasks", "inbox", "all"} <= listened
+
+
+def test_the_tests_hash_passwords_cheaply(owner):
+    # tests/conftest.py: the owner every board test makes must not cost a PBKDF2 hash.
+    assert owner.password.startswith("md5$")

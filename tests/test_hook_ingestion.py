@@ -1,8 +1,10 @@
 """POST /api/hooks: every event recorded, bad input refused with a clear 4xx and nothing written."""
 
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from sessions_app.models import Event, HookLink, Session
 
@@ -90,7 +92,11 @@ def test_a_replayed_event_is_recorded_as_replay(hook):
     assert event.replay
 
 
-def test_it_updates_last_seen(hook):
+def test_a_later_event_moves_last_seen_forward(hook):
+    # The row's creation already sets last_seen_at: only a later event can show it is kept.
     hook("SessionStart", "h-1")
-    session = Session.objects.get()
-    assert session.last_seen_at is not None
+    long_ago = timezone.now() - timedelta(hours=1)
+    Session.objects.update(last_seen_at=long_ago)
+    HookLink.objects.update(last_event_at=long_ago)
+    hook("UserPromptSubmit", "h-1")
+    assert Session.objects.get().last_seen_at > long_ago

@@ -159,7 +159,7 @@ async def test_message_ack_marks_the_message_read_for_the_sender_to_see(mcp_sess
     async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{beta}") as mcp:
         acked = answer(await mcp.call_tool("message_ack", {"message_id": sent["handle"], "session": beta}))
         outbox = answer(await mcp.call_tool("messages_list", {"session": alpha, "box": "sent"}))
-    assert acked == {"session": acked["session"], "marked": 1, "mark": "read"}
+    assert acked == {"session": sent["to_handle"], "marked": 1, "mark": "read"}
     assert outbox["messages"][0]["id"] == sent["id"]
     assert outbox["messages"][0]["read"] == "read"
 
