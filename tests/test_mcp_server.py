@@ -9,7 +9,6 @@ import sys
 import uuid
 from contextlib import asynccontextmanager
 
-import httpx
 import httpx2
 import pytest
 from mcp import ClientSession
@@ -223,7 +222,7 @@ async def test_a_wrong_token_is_a_tool_error_naming_the_setting(live_relaybay, t
 
 
 def response(status, **kwargs):
-    return httpx.Response(status, request=httpx.Request("POST", "http://relaybay.test/api/message_send"), **kwargs)
+    return httpx2.Response(status, request=httpx2.Request("POST", "http://relaybay.test/api/message_send"), **kwargs)
 
 
 def test_a_validation_answer_becomes_its_detail_sentence():

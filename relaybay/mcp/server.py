@@ -20,7 +20,7 @@ Run: `python -m relaybay.mcp.server` (what claude_config writes), or `python man
 
 import os
 
-import httpx
+import httpx2  # the SDK's own HTTP client, already loaded with it: no second library to import
 from mcp.server.mcpserver.exceptions import ToolError
 
 from relaybay.errors import tool_error_text
@@ -46,7 +46,7 @@ class RelaybayAPI:
         # TLS context is built once. trust_env=False: a proxy set for the agent's own traffic
         # must not sit between it and a loopback relaybay.
         if self._client is None:
-            self._client = httpx.AsyncClient(
+            self._client = httpx2.AsyncClient(
                 base_url=f"{self.url}/api/",
                 timeout=self.timeout,
                 trust_env=False,
@@ -63,22 +63,22 @@ class RelaybayAPI:
             )
         try:
             response = await self.client().request(method, path, params=params, json=body)
-        except (httpx.ConnectError, httpx.ConnectTimeout):
+        except (httpx2.ConnectError, httpx2.ConnectTimeout):
             raise ToolError(
                 f"relaybay is not reachable at {self.url}. Start it with `make run` (or check RELAYBAY_URL "
                 "in this MCP server's environment), then call the tool again."
             ) from None
-        except httpx.TimeoutException:
+        except httpx2.TimeoutException:
             raise ToolError(
                 f"relaybay at {self.url} did not answer within {self.timeout:g} s. It may be overloaded; "
                 "call the tool again in a moment."
             ) from None
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL):
+        except (httpx2.UnsupportedProtocol, httpx2.InvalidURL):
             raise ToolError(
                 f"RELAYBAY_URL {self.url!r} is not a usable address; set it to relaybay's http(s) address, "
                 f"like {DEFAULT_URL}."
             ) from None
-        except httpx.HTTPError as error:
+        except httpx2.HTTPError as error:
             raise ToolError(f"The call to relaybay at {self.url} failed ({error}); call the tool again.") from None
         return self.answer(response)
 
