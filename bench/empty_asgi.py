@@ -9,6 +9,8 @@ Adds, next to relaybay's own urls (bench/settings.py points ROOT_URLCONF at benc
 - POST /bench/empty_async  the same view as `async def`
 - POST /bench/chain/...    the same views through the board's full middleware chain
 - POST /bench/bare         a bare ASGI answer in front of Django (the server's own floor)
+- POST /bench/mcp          an MCP server with one empty tool, `empty`, served exactly as
+                           relaybay serves /mcp (relaybay.mcp.http.asgi_app): the MCP floor
 
 Nothing here ships: relaybay.asgi and relaybay.urls are unchanged.
 """
@@ -19,9 +21,22 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
 
 from relaybay import asgi as relaybay_asgi  # noqa: E402
 
+from mcp.server.mcpserver import MCPServer  # noqa: E402
+
 from bench.experiments import apply_app  # noqa: E402
+from relaybay.mcp.http import asgi_app  # noqa: E402
 
 apply_app()
+
+
+async def empty() -> dict:
+    """Does nothing: the framework's floor for an MCP tool call."""
+    return {}
+
+
+_empty_mcp = MCPServer("bench-empty", log_level="WARNING")
+_empty_mcp.add_tool(empty)
+empty_mcp_app = asgi_app(_empty_mcp)
 
 BARE_BODY = b"{}"
 
@@ -43,6 +58,8 @@ async def _bare(scope, receive, send):
 
 
 async def application(scope, receive, send):
+    if scope["type"] == "http" and scope["path"] == "/bench/mcp":
+        return await empty_mcp_app(scope, receive, send)
     if scope["type"] == "http" and scope["path"] == "/bench/bare":
         return await _bare(scope, receive, send)
     if scope["type"] == "http" and scope["path"].startswith("/bench/chain/"):

@@ -81,16 +81,6 @@ class DirectBackend:
             raise ToolError(tool_error_text(ErrorCode.DATABASE_UNAVAILABLE, database_unavailable_detail(error))) from None
 
 
-server = build_server(DirectBackend())
-# The bearer token guards /mcp, so a page in the owner's browser cannot call it whatever Host
-# it names; ALLOWED_HOSTS is Django's to enforce for the board.
-server.streamable_http_app(
-    stateless_http=True,
-    json_response=True,
-    transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-)
-
-
 class MCPApp:
     """/mcp: the token check, then the SDK's streamable-HTTP handler."""
 
@@ -133,4 +123,16 @@ async def _refuse(send):
     await send({"type": "http.response.body", "body": body})
 
 
-mcp_asgi_app = MCPApp(server.session_manager)
+def asgi_app(server):
+    """`server` (an SDK MCPServer) as relaybay serves MCP: stateless, JSON answers, behind the token."""
+    # The bearer token guards it, so a page in the owner's browser cannot call it whatever
+    # Host it names; ALLOWED_HOSTS is Django's to enforce for the board.
+    server.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return MCPApp(server.session_manager)
+
+
+mcp_asgi_app = asgi_app(build_server(DirectBackend()))

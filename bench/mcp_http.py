@@ -1,0 +1,431 @@
+"""relaybay's MCP server over streamable HTTP beside MCP Agent Mail 0.1.0 and relaybay's stdio
+server (this checkout's and an older commit's), all through the official MCP SDK client.
+
+    .venv/bin/python bench/mcp_http.py [--agentmail-python /tmp/agentmail-venv/bin/python]
+        [--old 38b2927] [--rounds 8] [--block 20] [--json out.json]
+
+Servers, on loopback:
+  relaybay http    daphne on bench.empty_asgi (relaybay as `make run` serves it, embedded SQLite),
+                   /mcp as shipped; /bench/mcp is an MCP server with one empty tool served the
+                   same way: the framework's floor for a call
+  relaybay stdio   `python -m relaybay.mcp.server` (what `claude_config --mcp-stdio` starts), a
+                   client of the same relaybay's JSON API
+  old stdio        `manage.py mcp` of --old (before issue 13: an HTTP client built per call)
+  Agent Mail       `python -m mcp_agent_mail.cli serve-http` from its own virtualenv (PyPI
+                   `mcp-agent-mail` 0.1.0: pip install it there), default SQLite storage, in a
+                   throwaway folder, LITELLM_LOCAL_MODEL_COST_MAP=True so it does not reach out
+
+Figures, each case in interleaved blocks of --block calls so load from other work on the
+machine hits every case alike:
+  message_send     one message, verified (relaybay: the process proof over http, hook_session
+                   over stdio; rotating over 20 senders to stay under 10 sends a minute each);
+                   Agent Mail: send_message
+  messages_list    20 messages with bodies (Agent Mail: fetch_inbox limit 20, include_bodies)
+  empty tool       relaybay's floor (/bench/mcp); Agent Mail's lightest tool (health_check)
+  connect          from nothing to the first answer: a new client (http: new HTTP client and
+                   connection; stdio: the process start), initialize, tools/list, one call
+  memory           resident memory added per connected session: 20 more SDK sessions
+                   connected (one call each) against the server's RSS; stdio: each process's RSS
+Prints medians, p90 and ratios; asserts nothing.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import httpx2  # noqa: E402
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from bench.harness import REPO_ROOT, Backend, Server, code_state, fmt_ms, machine_notes, ratio, summary, write_json  # noqa: E402
+from relaybay_hook.proof import PROCESS_HEADER, process_proof  # noqa: E402
+from tests.live_server import free_port  # noqa: E402
+
+SENDERS = 20
+EXTRA_SESSIONS = 20
+BODY = "Please rebase onto main and run the tests touched by the hook change; reply when done."
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def children_matching(text):
+    """Pids of this process's children whose command line holds `text`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (proc / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == os.getpid() and text in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                found.append(int(proc.name))
+    return found
+
+
+@contextlib.asynccontextmanager
+async def http_session(url, headers=None):
+    async with httpx2.AsyncClient(headers=headers or {}, timeout=60) as client:
+        async with streamable_http_client(url, http_client=client) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(command, args, env, cwd):
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=str(cwd))
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+async def call(session, tool, args):
+    started = time.perf_counter()
+    result = await session.call_tool(tool, args)
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed: {result.content[0].text}")
+    return elapsed
+
+
+# --- relaybay ---------------------------------------------------------------------------------
+
+
+class Relaybay:
+    """The relaybay server, its named sessions (each a hook session with a process proof)."""
+
+    def __init__(self, server):
+        self.server = server
+        self.http = httpx2.Client(timeout=30)
+        self.mcp_url = f"{server.url}/mcp"
+        self.auth = {"Authorization": f"Bearer {server.token}"}
+        self.tag = secrets.token_hex(3)
+
+    def start_session(self, name):
+        """A Claude Code session named `name` starts; its hook carries its process's proof."""
+        proof = {PROCESS_HEADER: process_proof(secrets.token_hex(16))}
+        payload = {"hook_event_name": "SessionStart", "session_id": f"hook-{name}", "source": "startup", "cwd": "/work/p", "relaybay_session": name}
+        answer = self.http.post(f"{self.server.url}/api/hooks", json=payload, headers={**self.auth, **proof})
+        answer.raise_for_status()
+        return proof
+
+    def seed(self):
+        """The recipient and the 20 messages its messages_list returns (from unverified names)."""
+        self.recipient = f"recipient-{self.tag}"
+        self.start_session(self.recipient)
+        for i in range(20):
+            answer = self.http.post(
+                f"{self.server.url}/api/message_send",
+                json={"body": f"{BODY} ({i})", "to": self.recipient, "session": f"seed-{i}-{self.tag}"},
+                headers=self.auth,
+            )
+            answer.raise_for_status()
+
+
+class RelaybayHTTP:
+    label = "relaybay http"
+
+    def __init__(self, relaybay):
+        self.r = relaybay
+        self.turn = 0
+
+    async def __aenter__(self):
+        self.stack = contextlib.AsyncExitStack()
+        await self.stack.__aenter__()
+        proofs = [self.r.start_session(f"http-sender-{i}-{self.r.tag}") for i in range(SENDERS)]
+        self.senders = [await self.stack.enter_async_context(http_session(self.r.mcp_url, {**self.r.auth, **p})) for p in proofs]
+        self.reader = self.senders[0]
+        self.floor = await self.stack.enter_async_context(http_session(f"{self.r.server.url}/bench/mcp", self.r.auth))
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.stack.__aexit__(*exc)
+
+    async def send(self):
+        self.turn += 1
+        session = self.senders[self.turn % SENDERS]
+        return await call(session, "message_send", {"body": BODY, "to": self.r.recipient})
+
+    async def list(self):
+        return await call(self.reader, "messages_list", {"session": self.r.recipient, "limit": 20})
+
+    async def empty(self):
+        return await call(self.floor, "empty", {})
+
+    def connect(self):
+        return http_session(self.r.mcp_url, self.r.auth)
+
+    first_call = ("messages_list", None)
+
+
+class RelaybayStdio:
+    def __init__(self, relaybay, label, command, args, cwd, extra_env=None):
+        self.r = relaybay
+        self.label = label
+        self.command, self.args, self.cwd = command, args, cwd
+        self.env = {"PATH": os.environ["PATH"], "RELAYBAY_URL": relaybay.server.url, "RELAYBAY_TOKEN": relaybay.server.token, **(extra_env or {})}
+        self.turn = 0
+
+    async def __aenter__(self):
+        self.stack = contextlib.AsyncExitStack()
+        await self.stack.__aenter__()
+        self.senders = [f"{self.label.replace(' ', '-')}-sender-{i}-{self.r.tag}" for i in range(SENDERS)]
+        for name in self.senders:
+            self.r.start_session(name)
+        self.session = await self.stack.enter_async_context(self.connect())
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.stack.__aexit__(*exc)
+
+    def connect(self):
+        return stdio_session(self.command, self.args, self.env, self.cwd)
+
+    async def send(self):
+        self.turn += 1
+        name = self.senders[self.turn % SENDERS]
+        return await call(self.session, "message_send", {"body": BODY, "to": self.r.recipient, "session": name, "hook_session": f"hook-{name}"})
+
+    async def list(self):
+        return await call(self.session, "messages_list", {"session": self.r.recipient, "limit": 20})
+
+
+# --- Agent Mail -------------------------------------------------------------------------------
+
+
+class AgentMail:
+    label = "Agent Mail"
+
+    def __init__(self, python, folder):
+        self.python = python
+        self.folder = Path(folder)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp/"
+        self.process = None
+
+    def start(self):
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(self.folder),
+            "STORAGE_ROOT": str(self.folder / "mailbox"),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+        self.log = open(self.folder / "agentmail.log", "wb")  # noqa: SIM115 - kept open for the child's lifetime
+        self.process = subprocess.Popen(
+            [self.python, "-m", "mcp_agent_mail.cli", "serve-http", "--port", str(self.port)],
+            cwd=self.folder, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Agent Mail exited:\n{(self.folder / 'agentmail.log').read_text()[-3000:]}")
+            with contextlib.suppress(httpx2.HTTPError):
+                httpx2.get(f"http://127.0.0.1:{self.port}/health/liveness", timeout=2)
+                return self
+            time.sleep(0.3)
+        raise RuntimeError("Agent Mail did not come up")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()
+
+    async def __aenter__(self):
+        self.stack = contextlib.AsyncExitStack()
+        await self.stack.__aenter__()
+        self.session = await self.stack.enter_async_context(http_session(self.url))
+        self.project = str(self.folder / "project")
+        await call(self.session, "ensure_project", {"human_key": self.project})
+        names = []
+        for _ in range(2):
+            result = await self.session.call_tool("register_agent", {"project_key": self.project, "program": "claude-code", "model": "bench"})
+            names.append(result.structured_content.get("name") if result.structured_content else None)
+        self.sender, self.recipient = names
+        for i in range(20):
+            await self.send_body(f"{BODY} ({i})")
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.stack.__aexit__(*exc)
+
+    async def send_body(self, body):
+        args = {"project_key": self.project, "sender_name": self.sender, "to": [self.recipient], "subject": "rebase", "body_md": body}
+        return await call(self.session, "send_message", args)
+
+    async def send(self):
+        return await self.send_body(BODY)
+
+    async def list(self):
+        return await call(self.session, "fetch_inbox", {"project_key": self.project, "agent_name": self.recipient, "limit": 20, "include_bodies": True})
+
+    async def empty(self):
+        return await call(self.session, "health_check", {})
+
+    def connect(self):
+        return http_session(self.url)
+
+
+# --- measuring --------------------------------------------------------------------------------
+
+
+async def timed_connect(target, tool, args):
+    started = time.perf_counter()
+    async with target.connect() as session:
+        await session.list_tools()
+        result = await session.call_tool(tool, args)
+        elapsed = (time.perf_counter() - started) * 1000
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed: {result.content[0].text}")
+    return elapsed
+
+
+async def added_rss_per_session(pid, connect, first_call):
+    """KiB of resident memory the server holds per connected session (20 connected, one call each)."""
+    await asyncio.sleep(0.5)
+    before = rss_kib(pid)
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(EXTRA_SESSIONS):
+            session = await stack.enter_async_context(connect())
+            await first_call(session)
+        await asyncio.sleep(0.5)
+        after = rss_kib(pid)
+    return (after - before) / EXTRA_SESSIONS
+
+
+async def measure(args, relaybay, agentmail, old_dir):
+    http = RelaybayHTTP(relaybay)
+    new_stdio = RelaybayStdio(relaybay, "relaybay stdio", sys.executable, ["-m", "relaybay.mcp.server"], tempfile.gettempdir(), {"PYTHONPATH": str(REPO_ROOT)})
+    data = Path(tempfile.mkdtemp(prefix="relaybay-bench-old-stdio-"))
+    old_stdio = RelaybayStdio(relaybay, "old stdio", sys.executable, [str(old_dir / "manage.py"), "mcp"], old_dir, {"RELAYBAY_DATA": str(data)})
+    samples = {}
+    async with http, new_stdio, old_stdio, agentmail:
+        cases = {
+            ("message_send", http.label): http.send,
+            ("message_send", new_stdio.label): new_stdio.send,
+            ("message_send", old_stdio.label): old_stdio.send,
+            ("message_send", agentmail.label): agentmail.send,
+            ("messages_list (20)", http.label): http.list,
+            ("messages_list (20)", new_stdio.label): new_stdio.list,
+            ("messages_list (20)", old_stdio.label): old_stdio.list,
+            ("messages_list (20)", agentmail.label): agentmail.list,
+            ("empty tool", http.label): http.empty,
+            ("health_check", agentmail.label): agentmail.empty,
+        }
+        connects = {
+            http.label: lambda: timed_connect(http, "messages_list", {"session": relaybay.recipient, "limit": 1}),
+            new_stdio.label: lambda: timed_connect(new_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1}),
+            old_stdio.label: lambda: timed_connect(old_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1}),
+            agentmail.label: lambda: timed_connect(agentmail, "health_check", {}),
+        }
+        for fn in cases.values():  # warm-up, untimed
+            for _ in range(3):
+                await fn()
+        rng = random.Random(13)
+        for _round in range(args.rounds):
+            order = list(cases.items())
+            rng.shuffle(order)
+            for key, fn in order:
+                for _ in range(args.block):
+                    samples.setdefault(key, []).append(await fn())
+            # Connecting: a few per round, also interleaved (stdio starts are slow: fewer).
+            corder = list(connects.items())
+            rng.shuffle(corder)
+            for label, fn in corder:
+                for _ in range(2):
+                    samples.setdefault(("connect to first answer", label), []).append(await fn())
+        memory = {
+            http.label: await added_rss_per_session(
+                relaybay.server.pids[0], http.connect, lambda s: s.call_tool("messages_list", {"session": relaybay.recipient, "limit": 1})
+            ),
+            agentmail.label: await added_rss_per_session(agentmail.process.pid, agentmail.connect, lambda s: s.call_tool("health_check", {})),
+            new_stdio.label: sum(rss_kib(pid) for pid in children_matching("relaybay.mcp.server")),
+            old_stdio.label: sum(rss_kib(pid) for pid in children_matching("manage.py mcp")),
+        }
+    shutil.rmtree(data, ignore_errors=True)
+    return samples, memory
+
+
+def print_report(samples, memory):
+    stats = {key: summary(values) for key, values in samples.items()}
+    med = {key: value["median"] for key, value in stats.items()}
+    print(f"\n{'call':22} {'server':16} {'median':>10} {'p90':>10} {'n':>5}")
+    for (op, label), s in stats.items():
+        print(f"{op:22} {label:16} {fmt_ms(s['median']):>10} {fmt_ms(s['p90']):>10} {s['n']:>5}")
+    http, stdio, old, am = "relaybay http", "relaybay stdio", "old stdio", "Agent Mail"
+    floor = med[("empty tool", http)]
+    print("\nratios (medians):")
+    for op in ("message_send", "messages_list (20)"):
+        print(
+            f"  {op}: Agent Mail ÷ relaybay http = {ratio(med[(op, am)], med[(op, http)]):.1f}×; "
+            f"relaybay http ÷ its empty tool = {ratio(med[(op, http)], floor):.2f}×; "
+            f"relaybay stdio ÷ old stdio = {ratio(med[(op, stdio)], med[(op, old)]):.2f}×; "
+            f"relaybay stdio ÷ relaybay http = {ratio(med[(op, stdio)], med[(op, http)]):.1f}×"
+        )
+    connect = "connect to first answer"
+    print(
+        f"  connect: relaybay http {fmt_ms(med[(connect, http)])}, Agent Mail {fmt_ms(med[(connect, am)])}, "
+        f"relaybay stdio {fmt_ms(med[(connect, stdio)])}, old stdio {fmt_ms(med[(connect, old)])}"
+    )
+    print("\nresident memory per connected session:")
+    for label, kib in memory.items():
+        kind = "a process per session" if "stdio" in label else "added to the one server"
+        print(f"  {label:16} {kib / 1024:7.1f} MiB  ({kind})")
+    return stats
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agentmail-python", default="/tmp/agentmail-venv/bin/python", help="python of a virtualenv with mcp-agent-mail 0.1.0")
+    parser.add_argument("--old", default="38b2927", help="a commit whose stdio server builds its HTTP client per call (before issue 13)")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--block", type=int, default=20)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    print(machine_notes())
+    print(code_state(), f"; old stdio: {args.old}; calls per case: {args.rounds * args.block}")
+    with tempfile.TemporaryDirectory(prefix="relaybay-bench-mcp-") as tmp:
+        tmp = Path(tmp)
+        old_dir = tmp / "old"
+        subprocess.run(["git", "worktree", "add", "--detach", str(old_dir), args.old], cwd=REPO_ROOT, capture_output=True, check=True)
+        try:
+            (tmp / "agentmail").mkdir()
+            agentmail = AgentMail(args.agentmail_python, tmp / "agentmail").start()
+            try:
+                with Server(tmp / "relaybay", Backend("sqlite")) as server:
+                    relaybay = Relaybay(server)
+                    relaybay.seed()
+                    samples, memory = asyncio.run(measure(args, relaybay, agentmail, old_dir))
+            finally:
+                agentmail.stop()
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old_dir)], cwd=REPO_ROOT, capture_output=True)
+    stats = print_report(samples, memory)
+    write_json(args.json, {"stats": {f"{op} | {label}": s for (op, label), s in stats.items()}, "memory_kib": memory})
+
+
+if __name__ == "__main__":
+    main()
