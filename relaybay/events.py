@@ -44,22 +44,28 @@ def send_to_group(group, message):
         log.warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, error)
 
 
+class RelayFailed(Exception):
+    """The server did not take a relayed ping or wake (it is down, or at another address)."""
+
+
 def relay_to_server(group, message):
     """How a process other than the server (a management command) sends: with the in-memory
     channel layer (the embedded default) the server's boards and waiters are in its process,
-    so the send goes through its API (/api/relay); with Redis, straight to the layer."""
+    so the send goes through its API (/api/relay); with Redis, straight to the layer.
+    Raises RelayFailed when the server does not take it, for the command to say so."""
     if settings.REDIS_URL:
         send_to_group(group, message)
         return
+    url = settings.RELAYBAY_URL.rstrip("/")
     request = urllib.request.Request(
-        settings.RELAYBAY_URL.rstrip("/") + "/api/relay",
+        url + "/api/relay",
         data=json.dumps({"group": group, "message": message}).encode(),
         headers={"Authorization": f"Bearer {settings.RELAYBAY_TOKEN}", "Content-Type": "application/json"},
     )
     try:
         urllib.request.urlopen(request, timeout=5).close()
-    except OSError:
-        pass  # relaybay is not running: nobody is waiting for the ping either.
+    except OSError as error:  # urllib's HTTPError (a refusal) is an OSError too
+        raise RelayFailed(f"relaybay at {url} did not take it: {getattr(error, 'reason', None) or error}") from error
 
 
 def _send_after_commit(group, message, send):

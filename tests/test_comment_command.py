@@ -1,3 +1,5 @@
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -5,7 +7,7 @@ from django.core.management import CommandError, call_command
 
 from sessions_app.actions import do_register_desktop
 from sessions_app.models import Comment
-from tests.live_server import live_relaybay  # noqa: F401  (fixture)
+from tests.live_server import MANAGE, REPO_ROOT, free_port, live_relaybay, server_env  # noqa: F401  (fixture)
 from tests.scale_out import manage, query, wait_until
 
 @pytest.mark.django_db
@@ -47,3 +49,20 @@ def test_a_comment_from_the_command_wakes_a_session_waiting_on_the_running_serve
         status, answer = waiting.result(timeout=30)  # woken, not the poll's 60 s timeout
     assert status == 200 and answer["status"] == "delivered"
     assert "the owner wakes you" in answer["text"]
+
+
+def test_a_relay_that_fails_is_said_and_the_comment_is_still_written(live_relaybay):
+    # relaybay is not at the address the command uses: the comment is saved, and the command
+    # says that its live update and wake-up did not get through.
+    live_relaybay.start_session("hook-cmd-elsewhere", "cmd-elsewhere")
+    elsewhere = f"http://127.0.0.1:{free_port()}"
+    environment = server_env(live_relaybay.process.relaybay_data, live_relaybay.token, RELAYBAY_URL=elsewhere, REDIS_URL="")
+    done = subprocess.run(
+        [sys.executable, str(MANAGE), "comment", "cmd-elsewhere", "nobody relays this"],
+        cwd=REPO_ROOT, env=environment, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "written to" in done.stdout
+    assert f"The live update and wake-up failed (relaybay at {elsewhere} did not take it" in done.stderr
+    [(body,)] = query(live_relaybay, "select body from sessions_app_comment where body = 'nobody relays this'")
+    assert body == "nobody relays this"

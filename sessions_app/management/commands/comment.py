@@ -13,13 +13,27 @@ class Command(BaseCommand):
         parser.add_argument("text", nargs="+", help="The comment text")
 
     def handle(self, *args, **options):
+        failures = []
+
+        def send(group, message):
+            # This process is not the server: its pings and wakes go through relay_to_server.
+            try:
+                events.relay_to_server(group, message)
+            except events.RelayFailed as error:
+                failures.append(str(error))
+
         try:
             session = resolve_one(options["session"])
-            # This process is not the server: its pings and wakes go through relay_to_server.
-            result = do_write_comment(session=session, body=" ".join(options["text"]), send=events.relay_to_server)
+            result = do_write_comment(session=session, body=" ".join(options["text"]), send=send)
         except RelaybayError as error:
             raise CommandError(error.message)
         self.stdout.write(
             f"Comment C-{result.comment.pk} written to {session.handle} ({session.name}); "
             "it is delivered at the session's next hook."
         )
+        if failures:
+            self.stderr.write(
+                f"The live update and wake-up failed ({failures[0]}): open boards show the comment when "
+                "they next refresh, and an idle session is not woken for it. Is relaybay running there? "
+                "(make run records its address in data/address; RELAYBAY_URL overrides it.)"
+            )
