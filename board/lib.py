@@ -102,6 +102,7 @@ def decorate_sessions(sessions):
         session.board_name = session.name
         session.exactness, session.state = lib.link_state(session)
         session.why_not = lib.why_not_deliverable(session)
+        session.messages_wait = lib.WAKE_CAP_WAIT if lib.arrival(session) == lib.Arrival.CAPPED else ""
         session.unread = unread.get(session.pk, 0)
     return sessions
 

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from messaging import reads
-from messaging.actions import do_mark_inbox_seen
+from messaging.actions import do_decide_held_message, do_mark_inbox_seen
 from messaging.models import SessionMessage
 from relaybay.errors import InvalidInput, NotFound
 from sessions_app import lib as session_lib
@@ -20,7 +20,8 @@ from .lib import owner_required, render_board, task_param
 
 CHANNELS = {"mcp": "relaybay (MCP)", "native": "Claude Code native"}
 STATES = {
-    "waiting": Q(delivered_at=None, read_at=None),
+    "waiting": Q(delivered_at=None, read_at=None, state=SessionMessage.State.SENT),
+    "held": Q(state=SessionMessage.State.HELD),
     "unread": Q(read_at=None),
     "read": Q(read_at__isnull=False),
 }
@@ -32,6 +33,8 @@ def messages_list(request):
     task = task_param(request)
     state = request.GET.get("state", "")
     channel = request.GET.get("channel", "")
+    broadcast = request.GET.get("broadcast", "")
+    broadcast = int(broadcast) if broadcast.isdigit() else None
     matched = session_lib.find_sessions(name)
 
     def rows():
@@ -45,6 +48,8 @@ def messages_list(request):
             querysets = reads.involving([Session(pk=pk) for pk in members], task=task)
         else:
             querysets = [SessionMessage.objects.all()]
+        if broadcast:
+            querysets = [qs.filter(broadcast_id=broadcast) for qs in querysets]
         if state in STATES:
             querysets = [qs.filter(STATES[state]) for qs in querysets]
         if channel in CHANNELS:
@@ -57,7 +62,7 @@ def messages_list(request):
     context = {
         "section": "messages",
         "tasks": Task.objects.all(),
-        "filters": {"session": name, "task": task, "state": state, "channel": channel},
+        "filters": {"session": name, "task": task, "state": state, "channel": channel, "broadcast": broadcast},
         "channels": CHANNELS,
         "matched": lib.decorate_sessions(matched) if matched else [],
         "states": list(STATES),
@@ -112,6 +117,19 @@ def inbox_seen(request, pk):
     message = get_object_or_404(SessionMessage, pk=pk)
     do_mark_inbox_seen(message=message)
     flash.success(request, f"M-{message.pk} marked seen; it left the Inbox.")
+    return redirect("inbox")
+
+
+@owner_required
+@require_POST
+def inbox_decide(request, pk):
+    message = get_object_or_404(SessionMessage.objects.select_related("recipient"), pk=pk)
+    decision = request.POST.get("decision")
+    if decision not in ("deliver", "deny"):
+        flash.error(request, "Choose Deliver or Deny.")
+        return redirect("inbox")
+    result = do_decide_held_message(message=message, deliver=decision == "deliver")
+    (flash.success if result.decided else flash.error)(request, result.sentence)
     return redirect("inbox")
 
 

@@ -124,8 +124,19 @@ def session_detail(request, pk):
         )
         return {"event_page": page}
 
-    parts = {"session-now": now, "session-link": link, "session-comments": comments, "session-messages": session_messages, "session-events": events}
-    context = {"section": "sessions", "session": session, "tasks": Task.objects.all()}
+    # The owner's quiet choice for this page: what it hides is only not shown, never deleted.
+    parts = {"session-now": now, "session-link": link}
+    if session.quiet != Session.Quiet.AGENTS_ONLY:
+        parts |= {"session-comments": comments, "session-events": events}
+    if session.quiet != Session.Quiet.HIDE_AGENTS:
+        parts["session-messages"] = session_messages
+    context = {
+        "section": "sessions",
+        "session": session,
+        "tasks": Task.objects.all(),
+        "inbound_choices": Session.Inbound.choices,
+        "quiet_choices": Session.Quiet.choices,
+    }
     return render_board(request, "sessions_app/session.html", parts, context)
 
 
@@ -157,6 +168,27 @@ def edit_session(request, pk):
         ),
         "Session updated.",
     )
+    return redirect("session", pk=pk)
+
+
+@owner_required
+@require_POST
+def set_inbound(request, pk):
+    session = get_object_or_404(Session, pk=pk)
+    policy = request.POST.get("policy", "")
+    _run(
+        request,
+        lambda: actions.do_set_inbound_policy(session=session, policy=policy),
+        f"Messages from other sessions to {session.handle}: {Session.Inbound(policy).label if policy in Session.Inbound.values else policy}.",
+    )
+    return redirect("session", pk=pk)
+
+
+@owner_required
+@require_POST
+def set_quiet(request, pk):
+    session = get_object_or_404(Session, pk=pk)
+    _run(request, lambda: actions.do_set_quiet(session=session, quiet=request.POST.get("quiet", "")), None)
     return redirect("session", pk=pk)
 
 
@@ -212,7 +244,13 @@ def task_detail(request, pk):
 
     parts = {"task-sessions": task_sessions, "task-comments": comments, "task-messages": task_messages}
     candidates = lib.decorate_sessions(session_lib.sessions_with_links().exclude(task=task).order_by("-last_seen_at", "-id")[:300])
-    context = {"section": "tasks", "task": task, "statuses": Task.Status.values, "candidates": candidates}
+    context = {
+        "section": "tasks",
+        "task": task,
+        "statuses": Task.Status.values,
+        "candidates": candidates,
+        "inbound_choices": Session.Inbound.choices,
+    }
     return render_board(request, "sessions_app/task.html", parts, context)
 
 
@@ -246,6 +284,17 @@ def attach_session(request, pk):
 def detach_session(request, pk, session_pk):
     session = get_object_or_404(Session, pk=session_pk, task_id=pk)
     _run(request, lambda: actions.do_update_session(session=session, task=None), "Session detached.")
+    return redirect("task", pk=pk)
+
+
+@owner_required
+@require_POST
+def set_task_inbound(request, pk):
+    task = get_object_or_404(Task, pk=pk)
+    policy = request.POST.get("policy", "")
+    changed = _run(request, lambda: actions.do_set_inbound_policy(task=task, policy=policy), None)
+    if changed is not None:
+        messages.success(request, f"Inbound policy {policy} set for every session of the task ({len(changed)} changed).")
     return redirect("task", pk=pk)
 
 

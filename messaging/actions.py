@@ -2,12 +2,12 @@
 server (through the API) and the board all call these; no rule is written twice."""
 
 from dataclasses import dataclass
-from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from relaybay.errors import ErrorCode, InvalidInput, NotFound, RateLimited, Refused, SenderRefused
+from relaybay.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
 from relaybay.events import ping
 from relaybay.inputs import clean_text, parse_id
 from sessions_app import lib as session_lib
@@ -17,12 +17,12 @@ from sessions_app.events import record_event, wake_session
 from sessions_app.hooks.delivery import BUDGET, answer_size
 from sessions_app.models import HookLink, Session
 
-from . import lib
+from . import fleet, lib
 from .delivery import MESSAGES
-from .models import SessionMessage
+from .models import Dispatch, SessionMessage
 
-SENDS_PER_MINUTE = 10
 LONGEST_ID = 10**12
+
 MAX_DEPTH = 8
 
 
@@ -130,16 +130,6 @@ def _check_fits(message):
         )
 
 
-def _check_rate(sender_row, now):
-    window = SessionMessage.objects.filter(sender=sender_row, created_at__gt=now - timedelta(minutes=1), channel=SessionMessage.Channel.MCP)
-    recent = list(window.order_by("created_at").values_list("created_at", flat=True)[:SENDS_PER_MINUTE])
-    if len(recent) >= SENDS_PER_MINUTE:
-        wait = max(1, int((recent[0] + timedelta(minutes=1) - now).total_seconds() + 0.999))
-        raise RateLimited(
-            f"You sent {SENDS_PER_MINUTE} messages in the last minute, the limit. Wait {wait} s before sending again."
-        )
-
-
 def get_message(message_id):
     ref = str(message_id).strip()
     ref = ref[2:] if ref.upper().startswith("M-") else ref
@@ -158,6 +148,7 @@ SENDER_TOLD = {
         "the owner sees it on the board."
     ),
     Arrival.ENDED: "Not delivered: it has ended; this waits in case it comes back.",
+    Arrival.CAPPED: "Not delivered yet: " + session_lib.WAKE_CAP_WAIT,
     Arrival.WAKING: "Not delivered yet: it is idle, and its wake-up hook is waiting: it is being woken with this now.",
     Arrival.IDLE: "Not delivered yet: it is idle. It sees this at its next prompt or wake-up.",
     Arrival.BUSY: "Not delivered yet: it reaches it at its next tool call or prompt.",
@@ -170,19 +161,58 @@ def reachability(recipient):
     return SENDER_TOLD[session_lib.arrival(recipient)]
 
 
+def unverified_note(verified):
+    if verified:
+        return ""
+    return (
+        "Your name is not verified (no live hook link of yours proves it), and the recipient is told so. "
+        "Pass hook_session=<your CLAUDE_CODE_SESSION_ID> to verify it."
+    )
+
+
+RETRY_NOTE = (
+    "If this call fails or times out, call it again with the same request_id: a repeat within "
+    "{hours} h returns this answer and sends nothing twice."
+)
+
+
+def retry_note(request_id):
+    if not request_id:
+        return "Pass request_id (any unique text) to make a retry after a timeout safe."
+    return RETRY_NOTE.format(hours=settings.RELAYBAY_REQUEST_ID_HOURS)
+
+
+def send_answer(message, status, *, request_id="", duplicate=False):
+    """What message_send answers, and what a repeat of its request_id gets back."""
+    return {
+        "id": message.pk,
+        "handle": message.handle,
+        "to": message.recipient_name,
+        "to_handle": f"S-{message.recipient_id}",
+        "sender": message.sender_name,
+        "sender_verified": message.sender_verified,
+        "state": lib.message_mark(message),
+        "status": status,
+        "note": unverified_note(message.sender_verified),
+        "duplicate": duplicate,
+        "request_id": request_id or None,
+        "retry": retry_note(request_id),
+        "repeat": False,
+    }
+
+
 @dataclass
 class SendResult:
-    message: SessionMessage
-    status: str
+    answer: dict
+    message: SessionMessage | None = None
+
+    @property
+    def status(self):
+        return self.answer["status"]
 
     @property
     def note(self):
-        if self.message.sender_verified:
-            return ""
-        return (
-            "Your name is not verified (no live hook link of yours proves it), and the recipient is told so. "
-            "Pass hook_session=<your CLAUDE_CODE_SESSION_ID> to verify it."
-        )
+        return self.answer["note"]
 
 
 def _refuse_deep_reply(parent):
@@ -205,23 +235,40 @@ class _ReplyTooDeep(Exception):
     pass
 
 
-def do_send_message(*, body, to=None, task=None, in_reply_to=None, session=None, session_title=None, hook_session=None):
+def do_send_message(*, body, to=None, task=None, in_reply_to=None, request_id=None, session=None, session_title=None, hook_session=None):
     body = _check_body(body)
+    request_id = fleet.clean_request_id(request_id)
     parent = get_message(in_reply_to) if in_reply_to not in (None, "") else None
     try:
         return _send_message(
-            body=body, to=to, task=task, parent=parent, session=session, session_title=session_title, hook_session=hook_session
+            body=body,
+            to=to,
+            task=task,
+            parent=parent,
+            request_id=request_id,
+            session=session,
+            session_title=session_title,
+            hook_session=hook_session,
         )
     except _ReplyTooDeep:
         # The refusal writes only the owner's Inbox mark, never the reply.
         _refuse_deep_reply(parent)
 
 
-def _send_message(*, body, to, task, parent, session, session_title, hook_session):
+def _lock_sender(sender):
+    # Sends of one sender take turns on every process: its rate, its request ids and its
+    # duplicates are judged on what the previous send committed.
+    Session.objects.select_for_update().filter(pk=sender.row.pk).first()
+
+
+def _send_message(*, body, to, task, parent, request_id, session, session_title, hook_session):
     now = timezone.now()
     with transaction.atomic():
         sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
-        Session.objects.select_for_update().filter(pk=sender.row.pk).first()
+        _lock_sender(sender)
+        earlier = fleet.earlier_answer(sender.row, request_id, now)
+        if earlier is not None:
+            return SendResult(earlier)
         if to not in (None, ""):
             recipient = resolve_one(to, what="recipient")
             recipient_name = session_lib.check_name(to)
@@ -239,33 +286,206 @@ def _send_message(*, body, to, task, parent, session, session_title, hook_sessio
             # must not reach the owner's Inbox. Raising rolls back what resolving the sender
             # may have written (an mcp row, a moved link).
             raise _ReplyTooDeep
-        _check_rate(sender.row, now)
+        first = fleet.first_of_duplicate(sender.row, recipient, body, now)
+        if first is not None:
+            seconds = max(0, int((now - first.created_at).total_seconds()))
+            status = (
+                f"Not sent again: the same text went to {first.recipient_name} as {first.handle} {seconds} s ago, "
+                f"so no second message was written. {first.handle} is {lib.message_status(first, now)}"
+            )
+            return SendResult(send_answer(first, status, request_id=request_id, duplicate=True), first)
+        fleet.check_rate(sender.row, now)
+        fleet.lock_inboxes([recipient])
+        verdict = fleet.inbound_verdict(recipient, now)
+        if verdict.refused:
+            raise Refused(verdict.why, code=verdict.code)
         task_row = get_task(task) if task not in (None, "") else (parent.task if parent else sender.row.task)
-        status = reachability(recipient)
-        message = SessionMessage(
-            sender=sender.row,
-            sender_name=sender.name,
-            sender_verified=sender.verified,
+        dispatch = fleet.record_dispatch(sender.row, Dispatch.Kind.SEND, request_id, now)
+        message = _write_message(
+            sender=sender,
             recipient=recipient,
             recipient_name=recipient_name,
-            task=task_row,
             body=body,
+            task=task_row,
             parent=parent,
-            depth=parent.depth + 1 if parent else 0,
-            not_delivered_reason=status,
+            verdict=verdict,
+            now=now,
         )
-        _check_fits(message)
-        message.save()
-        edge = {"message": message.pk, "from": sender.row.handle, "from_name": sender.name, "to": recipient.handle, "to_name": recipient_name}
-        record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
-        record_event("message.sent", session=sender.row, data={**edge, "verified": sender.verified, "depth": message.depth})
         if parent is not None and parent.recipient_id == sender.row.pk:
             proven, verified = _ack_proof(sender.row, (hook_session or "").strip() or None)
             if proven:
                 _mark_read([parent], reader=sender.row, verified=verified)
-        wake_session(recipient)
+        answer = send_answer(message, message.not_delivered_reason, request_id=request_id)
+        if request_id:
+            Dispatch.objects.filter(pk=dispatch.pk).update(answer=answer)
         ping("messages", "sessions", "map", "events")
-    return SendResult(message, status)
+    return SendResult(answer, message)
+
+
+def _write_message(*, sender, recipient, recipient_name, body, task, parent, verdict, now, broadcast=None):
+    """One message row, its events, and a wake-up for its recipient when it may be woken."""
+    held = verdict.state == SessionMessage.State.HELD
+    message = SessionMessage(
+        sender=sender.row,
+        sender_name=sender.name,
+        sender_verified=sender.verified,
+        recipient=recipient,
+        recipient_name=recipient_name,
+        task=task,
+        body=body,
+        parent=parent,
+        depth=parent.depth + 1 if parent else 0,
+        state=verdict.state,
+        held_until=fleet.hold_expiry(now) if held else None,
+        broadcast=broadcast,
+        not_delivered_reason=verdict.why if held else reachability(recipient),
+    )
+    _check_fits(message)
+    message.save()
+    edge = {"message": message.pk, "from": sender.row.handle, "from_name": sender.name, "to": recipient.handle, "to_name": recipient_name}
+    record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
+    marks = {"verified": sender.verified, "depth": message.depth}
+    if broadcast is not None:
+        marks["broadcast"] = broadcast.handle
+    record_event("message.sent", session=sender.row, data={**edge, **marks})
+    if held:
+        record_event("message.held", session=recipient, data=edge)
+        ping("inbox")
+    else:
+        wake_session(recipient)
+    return message
+
+
+def broadcast_recipients(sender_row, *, task=None, folder=None):
+    """Who a broadcast reaches (docs/rules.md §4.8): the sessions of a task (the sender's own by
+    default), or the live sessions working in a folder; never the sender, never an ended one."""
+    folder = (folder or "").strip()
+    task_row = get_task(task) if task not in (None, "") else (None if folder else sender_row.task)
+    if task_row is None and not folder:
+        raise InvalidInput(
+            "Say who the broadcast is for: you belong to no task, so pass task (a task id or title) "
+            "or folder (the absolute path the sessions work in)."
+        )
+    rows = Session.objects.exclude(pk=sender_row.pk)
+    if task_row is not None:
+        rows = rows.filter(task=task_row)
+    if folder:
+        rows = rows.filter(folder=folder, links__state__in=[HookLink.State.BUSY, HookLink.State.IDLE])
+    found = session_lib.sessions_with_links(pk__in=rows.values("pk"))
+    recipients = sorted((row for row in found if not session_lib.has_ended(row)), key=lambda row: row.pk)
+    scope = []
+    if task_row is not None:
+        scope.append(f'task "{task_row.title}" (T-{task_row.pk})')
+    if folder:
+        scope.append(f"folder {folder}")
+    scope = " and ".join(scope)
+    return recipients, task_row, scope
+
+
+BROADCAST_OUTCOMES = ("delivering now", "not delivered yet", "held", "refused", "already sent")
+
+
+def _outcome(verdict, recipient):
+    if verdict.refused:
+        return "refused"
+    if verdict.state == SessionMessage.State.HELD:
+        return "held"
+    return "delivering now" if session_lib.arrival(recipient) == Arrival.WAKING else "not delivered yet"
+
+
+def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request_id=None, session=None, session_title=None, hook_session=None):
+    body = _check_body(body)
+    request_id = "" if dry_run else fleet.clean_request_id(request_id)
+    now = timezone.now()
+    with transaction.atomic():
+        sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
+        _lock_sender(sender)
+        earlier = fleet.earlier_answer(sender.row, request_id, now)
+        if earlier is not None:
+            return SendResult(earlier)
+        recipients, task_row, scope = broadcast_recipients(sender.row, task=task, folder=folder)
+        if not recipients:
+            raise Refused(
+                f"This broadcast would reach nobody: {scope} has no session besides you that has not ended. "
+                "Nothing was sent; sessions_list shows who is there.",
+                code=ErrorCode.BROADCAST_REACHES_NOBODY,
+            )
+        fleet.check_rate(sender.row, now)
+        fleet.lock_inboxes(recipients)
+        plan = []
+        for recipient in recipients:
+            first = fleet.first_of_duplicate(sender.row, recipient, body, now)
+            if first is not None:
+                plan.append((recipient, None, first))
+                continue
+            verdict = fleet.inbound_verdict(recipient, now)
+            plan.append((recipient, verdict, None))
+        if all(verdict is not None and verdict.refused for _, verdict, _ in plan):
+            reasons = " ".join(verdict.why.split(". Nothing was sent.")[0] + "." for _, verdict, _ in plan)
+            raise Refused(
+                f"This broadcast would reach nobody: every recipient refuses it. {reasons} Nothing was sent.",
+                code=ErrorCode.BROADCAST_REACHES_NOBODY,
+            )
+        kind = Dispatch.Kind.DRY_RUN if dry_run else Dispatch.Kind.BROADCAST
+        dispatch = fleet.record_dispatch(sender.row, kind, request_id, now)
+        report = []
+        for recipient, verdict, first in plan:
+            entry = {"to": recipient.public_name, "to_handle": recipient.handle, "message": None, "id": None}
+            if first is not None:
+                entry.update(outcome="already sent", why=f"the same text went to it as {first.handle} moments ago; not sent twice.")
+                entry.update(message=first.handle, id=first.pk)
+            elif verdict.refused:
+                entry.update(outcome="refused", why=verdict.why)
+            else:
+                status = verdict.why if verdict.state == SessionMessage.State.HELD else reachability(recipient)
+                entry.update(outcome=_outcome(verdict, recipient), why=status)
+                if not dry_run:
+                    message = _write_message(
+                        sender=sender,
+                        recipient=recipient,
+                        recipient_name=recipient.public_name,
+                        body=body,
+                        task=task_row,
+                        parent=None,
+                        verdict=verdict,
+                        now=now,
+                        broadcast=dispatch,
+                    )
+                    entry.update(message=message.handle, id=message.pk)
+            report.append(entry)
+        counts = {outcome: sum(1 for e in report if e["outcome"] == outcome) for outcome in BROADCAST_OUTCOMES}
+        answer = {
+            "broadcast": None if dry_run else dispatch.handle,
+            "dry_run": dry_run,
+            "scope": scope,
+            "sender": sender.name,
+            "sender_verified": sender.verified,
+            "recipients": report,
+            "counts": {k: v for k, v in counts.items() if v},
+            "status": _broadcast_status(report, dry_run),
+            "note": unverified_note(sender.verified),
+            "request_id": request_id or None,
+            "retry": "A dry run writes nothing but uses a rate slot; request_id is not kept for it."
+            if dry_run
+            else retry_note(request_id),
+            "repeat": False,
+        }
+        record_event(
+            "message.broadcast",
+            session=sender.row,
+            data={"broadcast": dispatch.handle, "from": sender.row.handle, "scope": scope, "dry_run": dry_run, **answer["counts"]},
+        )
+        Dispatch.objects.filter(pk=dispatch.pk).update(answer=answer)
+        ping("messages", "sessions", "map", "events")
+    return SendResult(answer)
+
+
+def _broadcast_status(report, dry_run):
+    written = sum(1 for e in report if e["message"] and e["outcome"] != "already sent")
+    parts = [f"{n} {outcome}" for outcome in BROADCAST_OUTCOMES if (n := sum(1 for e in report if e["outcome"] == outcome))]
+    if dry_run:
+        return f"Dry run, nothing sent: it would reach {len(report)} sessions ({', '.join(parts)})."
+    return f"Sent to {written} of {len(report)} sessions ({', '.join(parts)}); each recipient's line says when it arrives."
 
 
 def _ack_proof(row, hook_session):
@@ -369,3 +589,38 @@ def do_mark_inbox_seen(*, message):
         ping("inbox", "messages")
     message.refresh_from_db()
     return message
+
+
+@dataclass
+class DecideResult:
+    message: SessionMessage
+    decided: bool
+    sentence: str
+
+
+def do_decide_held_message(*, message, deliver):
+    """The owner delivers or denies a held message, while it is held and not expired."""
+    now = timezone.now()
+    State = SessionMessage.State
+    with transaction.atomic():
+        target = State.SENT if deliver else State.DENIED
+        reason = reachability(message.recipient) if (deliver and message.recipient) else ""
+        held = SessionMessage.objects.filter(pk=message.pk, channel=SessionMessage.Channel.MCP, state=State.HELD)
+        decided = held.filter(held_until__gt=now).update(
+            state=target, not_delivered_reason=reason
+        )
+        if decided:
+            name = "message.released" if deliver else "message.denied"
+            record_event(name, session=message.recipient, data={"message": message.pk, "from": message.sender_name, "to": message.recipient_name})
+            if deliver and message.recipient is not None:
+                wake_session(message.recipient)
+        else:
+            # Past its time it is expired, and says so from now on.
+            held.filter(held_until__lte=now).update(state=State.EXPIRED)
+        ping("inbox", "messages", "sessions")
+    message.refresh_from_db()
+    if decided:
+        sentence = f"M-{message.pk} delivered: it reaches {message.recipient_name} at its next hook." if deliver else f"M-{message.pk} denied."
+    else:
+        sentence = f"M-{message.pk} is {lib.message_mark(message, now)}, not held: nothing changed."
+    return DecideResult(message, bool(decided), sentence)

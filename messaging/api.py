@@ -8,7 +8,7 @@ from sessions_app.models import Session
 from sessions_app.schemas import ERRORS, Error
 
 from . import actions, lib
-from .schemas import AckIn, AckOut, LinkIn, LinkOut, MessagesListQuery, SendIn, SendOut, SessionsListQuery
+from .schemas import AckIn, AckOut, BroadcastIn, BroadcastOut, LinkIn, LinkOut, MessagesListQuery, SendIn, SendOut, SessionsListQuery
 
 router = Router(tags=["messages"])
 ERRORS = {**ERRORS, 403: Error, 404: Error, 409: Error, 429: Error}
@@ -16,18 +16,17 @@ ERRORS = {**ERRORS, 403: Error, 404: Error, 409: Error, 429: Error}
 
 @router.post("/message_send", response={200: SendOut, **ERRORS}, summary="Send a message to another session")
 def message_send(request, data: SendIn):
-    result = actions.do_send_message(**data.dict())
-    message = result.message
-    return {
-        "id": message.pk,
-        "handle": message.handle,
-        "to": message.recipient_name,
-        "to_handle": f"S-{message.recipient_id}",
-        "sender": message.sender_name,
-        "sender_verified": message.sender_verified,
-        "status": result.status,
-        "note": result.note,
-    }
+    return actions.do_send_message(**data.dict()).answer
+
+
+@router.post(
+    "/message_broadcast",
+    response={200: BroadcastOut, **ERRORS},
+    summary="Send one message to the sessions of a task or the live sessions of a folder",
+)
+@on_db_thread
+def message_broadcast(request, data: BroadcastIn):
+    return actions.do_broadcast_message(**data.dict()).answer
 
 
 @router.get("/messages_list", response={200: dict, **ERRORS}, summary="List a session's messages, newest first")

@@ -17,8 +17,9 @@ class Messages(Deliverable):
     model = SessionMessage
     session_field = "recipient"
     # Read before delivery (acknowledged by id): nothing left to carry. Native messages are
-    # Claude Code's to deliver; relaybay only records them.
-    pending = Q(delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP)
+    # Claude Code's to deliver; relaybay only records them. Held, denied and expired messages
+    # wait on the owner, not on a hook (docs/rules.md §4.8).
+    pending = Q(delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP, state=SessionMessage.State.SENT)
 
     def block(self, item):
         return message_block(item)

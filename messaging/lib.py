@@ -3,6 +3,10 @@
 import json
 import re
 
+from django.utils import timezone
+
+from sessions_app.lib import WAKE_CAP_WAIT, Arrival, arrival, why_not_deliverable
+
 BODY_MAX = 4000
 _LINE_SEPARATORS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c]")
 
@@ -64,18 +68,49 @@ def read_mark(message):
     return "read" if message.read_verified else "read (name not verified)"
 
 
+def held_state(message, now=None):
+    """The message's state before delivery: sent, held, denied or expired. A held message
+    past its time is expired whether or not a write has said so yet."""
+    if message.state == "held" and message.held_until is not None and message.held_until <= (now or timezone.now()):
+        return "expired"
+    return message.state
+
+
+def message_mark(message, now=None):
+    """One word for where a message stands: held, denied, expired, delivered, read or waiting."""
+    state = held_state(message, now)
+    if state != "sent":
+        return state
+    if message.delivered_at:
+        return "delivered"
+    if message.read_at:
+        return "read"
+    return "waiting"
+
+
+def message_status(message, now=None):
+    """The sentence a sender (and the board) reads about a message it sent."""
+    mark = message_mark(message, now)
+    if mark == "held":
+        until = timezone.localtime(message.held_until).strftime("%Y-%m-%d %H:%M UTC")
+        return f"held: the recipient's owner holds messages for it and has not decided yet (it expires at {until})."
+    if mark == "denied":
+        return "denied: the recipient's owner denied it; it will not be delivered."
+    if mark == "expired":
+        return "expired: the recipient's owner did not decide while it was held; it will not be delivered."
+    if mark == "delivered":
+        return "delivered"
+    if mark == "read":
+        return "read before delivery"
+    if arrival(message.recipient) == Arrival.CAPPED:
+        return "not delivered yet: " + WAKE_CAP_WAIT
+    return "not delivered yet: " + (why_not_deliverable(message.recipient) or "waiting for its next hook.")
+
+
 def message_summary(message, *, viewer_id=None):
     """One message as tools show it: marks, names, and the body as one quoted literal."""
-    from sessions_app.lib import why_not_deliverable
-
     if message.channel == message.Channel.NATIVE:
         return native_summary(message)
-    if message.delivered_at:
-        status = "delivered"
-    elif message.read_at:
-        status = "read before delivery"
-    else:
-        status = "not delivered yet: " + (why_not_deliverable(message.recipient) or "waiting for its next hook.")
     return {
         "id": message.pk,
         "handle": f"M-{message.pk}",
@@ -92,7 +127,9 @@ def message_summary(message, *, viewer_id=None):
         "delivered_at": message.delivered_at.isoformat() if message.delivered_at else None,
         "read_at": message.read_at.isoformat() if message.read_at else None,
         "read": read_mark(message),
-        "status": status,
+        "state": message_mark(message),
+        "broadcast": f"B-{message.broadcast_id}" if message.broadcast_id else None,
+        "status": message_status(message),
         "body": quote_body(message.body),
     }
 

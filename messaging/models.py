@@ -1,7 +1,39 @@
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from sessions_app.models import Session, Task
+
+
+class Dispatch(models.Model):
+    """One accepted call of message_send or message_broadcast (dry runs too): the sender's
+    rate slot, and, with a request_id, the answer a repeat of the call gets back (docs/rules.md §4.8)."""
+
+    class Kind(models.TextChoices):
+        SEND = "send"
+        BROADCAST = "broadcast"
+        DRY_RUN = "dry_run"
+
+    sender = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="dispatches")
+    kind = models.CharField(max_length=10, choices=Kind)
+    request_id = models.CharField(max_length=200, blank=True)
+    answer = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "message_dispatch"
+        indexes = [models.Index(fields=["sender", "created_at"], name="dispatch_rate")]
+        constraints = [
+            # Two repeats of one call arriving at two processes at once: one row, whichever wins.
+            models.UniqueConstraint(fields=["sender", "request_id"], condition=~Q(request_id=""), name="dispatch_request_once"),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} {self.pk} by {self.sender_id}"
+
+    @property
+    def handle(self):
+        return f"B-{self.pk}"
 
 
 class SessionMessage(models.Model):
@@ -38,6 +70,8 @@ class SessionMessage(models.Model):
     native_digest = models.CharField(
         max_length=64, blank=True, help_text="Keyed digest of a native message's text, to match its delivery to its send"
     )
+    held_until = models.DateTimeField(null=True, blank=True, help_text="A held message expires then")
+    broadcast = models.ForeignKey(Dispatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replies")
     depth = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -54,6 +88,8 @@ class SessionMessage(models.Model):
         ordering = ["-id"]
         indexes = [
             models.Index(fields=["recipient", "id"], condition=Q(delivered_at=None), name="message_pending"),
+            models.Index(fields=["sender", "recipient", "created_at"], name="message_dedupe"),
+            models.Index(fields=["id"], condition=Q(channel="mcp", state="held"), name="message_held"),
             models.Index(fields=["recipient", "-id"], name="message_inbox"),
             models.Index(fields=["sender", "-id"], name="message_sent"),
             models.Index(fields=["sender", "created_at"], name="message_rate"),

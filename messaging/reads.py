@@ -11,7 +11,7 @@ from sessions_app import lib as session_lib
 from sessions_app.lib import Arrival
 from sessions_app.models import HookLink
 
-from .lib import NATIVE_MARKS, native_mark, read_mark
+from .lib import NATIVE_MARKS, message_mark, message_status, native_mark, read_mark
 from .models import SessionMessage
 
 # Claude Code expires a held native message after this long (its default): the sender's
@@ -38,6 +38,7 @@ def messages_by_ids(ids):
 
 BOARD_WAITING = {
     **session_lib.NOT_DELIVERABLE,
+    Arrival.CAPPED: session_lib.WAKE_CAP_WAIT,
     Arrival.WAKING: "it is idle and its wake-up hook is waiting; it is being woken.",
     Arrival.IDLE: "it is idle; it sees this at its next prompt or wake-up.",
     Arrival.BUSY: "it is busy; it reaches it at its next tool call or prompt.",
@@ -57,15 +58,18 @@ def decorate_messages(messages):
         .values_list("parent_id")
         .annotate(n=Count("id"))
     )
+    now = timezone.now()
     for message in messages:
         if message.channel == SessionMessage.Channel.NATIVE:
             # Claude Code delivers it, relaybay only watches: no read mark, no waiting reason.
             message.native_mark = native_mark(message)
             message.native_mark_title = NATIVE_MARKS.get(message.native_mark, "")
-            message.read_mark = message.waiting = ""
+            message.read_mark = message.waiting = message.mark = message.decision = ""
         else:
             message.read_mark = read_mark(message)
-            message.waiting = "" if (message.delivered_at or message.read_at) else waiting_reason(message)
+            message.mark = message_mark(message, now)
+            message.waiting = waiting_reason(message) if message.mark == "waiting" else ""
+            message.decision = message_status(message, now) if message.mark in ("held", "denied", "expired") else ""
         message.reply_count = replies.get(message.pk, 0)
     return messages
 
@@ -136,19 +140,22 @@ def whole_thread(message):
 
 def inbox_querysets():
     """What waits on the owner (docs/rules.md §5.4): until the owner marks it seen, parents of
-    depth-refused replies and unread messages whose recipient row is gone; and, until it is
-    delivered, denied or expires, a native message held for approval in its recipient's
-    terminal (docs/rules.md §4.9). Querysets each served by its own partial index, rather than one OR
-    that scans the table."""
+    depth-refused replies and unread messages whose recipient row is gone; until the owner
+    delivers or denies it or it expires, a message held by its recipient's inbound policy
+    (docs/rules.md §4.8); and, until it is delivered, denied or expires, a native message held for
+    approval in its recipient's terminal (docs/rules.md §4.9). Querysets each served by its own partial
+    index, rather than one OR that scans the table."""
     waiting = SessionMessage.objects.filter(owner_seen_at=None)
+    now = timezone.now()
     return [
         waiting.filter(needs_owner=True),
         waiting.filter(recipient=None, read_at=None, needs_owner=False, channel=SessionMessage.Channel.MCP),
+        SessionMessage.objects.filter(channel=SessionMessage.Channel.MCP, state=SessionMessage.State.HELD, held_until__gt=now),
         waiting.filter(
             channel=SessionMessage.Channel.NATIVE,
             state=SessionMessage.State.HELD,
             delivered_at=None,
-            created_at__gt=timezone.now() - NATIVE_HOLD,
+            created_at__gt=now - NATIVE_HOLD,
         ),
     ]
 

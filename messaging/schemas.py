@@ -4,12 +4,18 @@ from ninja import Field, Schema
 
 from relaybay.inputs import Name, Path
 
+REQUEST_ID_HELP = (
+    "Any unique text you make for this call (a UUID). If the call fails or times out, call again with the same "
+    "request_id: a repeat within 24 h returns the first answer and sends nothing twice."
+)
+
 
 class SendIn(Schema):
     body: str = Field(description="The message text, at most 4,000 characters. Delivered as one quoted literal.")
     to: Name | None = Field(None, description="Recipient: a session title, alias, desktop id, S-<id> handle or Claude Code session id. Omit with in_reply_to to answer the parent's sender.")
     task: Name | None = Field(None, description="Task id or exact title the message belongs to.")
     in_reply_to: int | Name | None = Field(None, description="Id of the message this answers (12 or M-12); marks it read.")
+    request_id: Name | None = Field(None, description=REQUEST_ID_HELP)
     session: Name | None = Field(None, description="Your own name (title, alias, desktop id or S-<id>).")
     session_title: Name | None = Field(None, description="Your title, when you have no row yet (one is made).")
     hook_session: Name | None = Field(None, description="Your CLAUDE_CODE_SESSION_ID: proves the name is yours.")
@@ -22,8 +28,48 @@ class SendOut(Schema):
     to_handle: str
     sender: str
     sender_verified: bool
+    state: str
     status: str
     note: str
+    duplicate: bool
+    request_id: str | None
+    retry: str
+    repeat: bool
+
+
+class BroadcastIn(Schema):
+    body: str = Field(description="The message text, at most 4,000 characters; each recipient gets its own copy.")
+    task: Name | None = Field(None, description="Task id or exact title: its sessions receive it. Default: your own task.")
+    folder: Path | None = Field(None, description="An absolute path: the live sessions working there receive it.")
+    dry_run: bool = Field(False, description="Report who would receive it and how, and send nothing (it uses a rate slot).")
+    request_id: Name | None = Field(None, description=REQUEST_ID_HELP)
+    session: Name | None = Field(None, description="Your own name (title, alias, desktop id or S-<id>).")
+    session_title: Name | None = Field(None, description="Your title, when you have no row yet (one is made).")
+    hook_session: Name | None = Field(None, description="Your CLAUDE_CODE_SESSION_ID: proves the name is yours.")
+
+
+class BroadcastRecipient(Schema):
+    to: str
+    to_handle: str
+    outcome: str
+    why: str
+    message: str | None
+    id: int | None
+
+
+class BroadcastOut(Schema):
+    broadcast: str | None
+    dry_run: bool
+    scope: str
+    sender: str
+    sender_verified: bool
+    recipients: list[BroadcastRecipient]
+    counts: dict[str, int]
+    status: str
+    note: str
+    request_id: str | None
+    retry: str
+    repeat: bool
 
 
 class AckIn(Schema):

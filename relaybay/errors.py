@@ -24,6 +24,9 @@ class ErrorCode(StrEnum):
     ACK_NOT_PROVEN = "ack_not_proven"
     NOT_YOUR_MAIL = "not_your_mail"
     RATE_LIMITED = "rate_limited"
+    INBOUND_REFUSED = "inbound_refused"
+    UNREAD_CAP = "unread_cap"
+    BROADCAST_REACHES_NOBODY = "broadcast_reaches_nobody"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     # Around the actions: the API's own answers.
     UNAUTHORIZED = "unauthorized"
@@ -47,6 +50,9 @@ HTTP_STATUS = {
     ErrorCode.ACK_NOT_PROVEN: 403,
     ErrorCode.NOT_YOUR_MAIL: 403,
     ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.INBOUND_REFUSED: 403,
+    ErrorCode.UNREAD_CAP: 429,
+    ErrorCode.BROADCAST_REACHES_NOBODY: 403,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.INVALID_REQUEST: 422,

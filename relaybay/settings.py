@@ -63,6 +63,14 @@ RELAYBAY_STORED_FIELD_CHARS = envint("RELAYBAY_STORED_FIELD_CHARS", 4000)
 # Longest single long poll on /api/hooks/wait; the hook client loops polls up to its own bound.
 RELAYBAY_MAX_WAIT = envint("RELAYBAY_MAX_WAIT", 60)
 
+# Messaging for a fleet (docs/rules.md §4.8): the limits every send, broadcast and wake-up obeys.
+RELAYBAY_SENDS_PER_MINUTE = envint("RELAYBAY_SENDS_PER_MINUTE", 10)
+RELAYBAY_DEDUPE_SECONDS = envint("RELAYBAY_DEDUPE_SECONDS", 30)
+RELAYBAY_REQUEST_ID_HOURS = envint("RELAYBAY_REQUEST_ID_HOURS", 24)
+RELAYBAY_UNREAD_CAP = envint("RELAYBAY_UNREAD_CAP", 50)
+RELAYBAY_HOLD_HOURS = envint("RELAYBAY_HOLD_HOURS", 72)
+RELAYBAY_WAKE_CAP = envint("RELAYBAY_WAKE_CAP", 3)
+
 DEBUG = envbool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = os.environ.get("RELAYBAY_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",")
 if RELAYBAY_HOST not in ALLOWED_HOSTS and RELAYBAY_HOST not in {"0.0.0.0", "::"}:

@@ -159,6 +159,8 @@ def do_write_comment(*, session, body, author=None, send=send_to_group):
     with transaction.atomic():
         comment = Comment.objects.create(session=session, session_name=session.name, body=body, author=author)
         record_event("comment.written", session=session, data={"comment": comment.pk, "session": session.handle})
+        # The owner acted: messages may wake the session again (the wake-up cap, docs/rules.md §4.8).
+        session.links.exclude(agent_wakes=0).update(agent_wakes=0)
         wake_session(session, send=send)
         ping("sessions", "comments", send=send)
     return CommentResult(comment)
@@ -198,6 +200,33 @@ def do_update_session(*, session, title=None, aliases=None, task=..., folder=Non
             session.save(update_fields=changed)
             record_event("session.updated", session=session, data={"session": session.handle, "fields": changed})
             ping("sessions")
+    return session
+
+
+def do_set_inbound_policy(*, policy, session=None, task=None):
+    """The owner's choice of what happens to messages to a session, or to every session of a
+    task (docs/rules.md §4.8). Returns the rows it changed."""
+    if policy not in Session.Inbound.values:
+        raise InvalidInput(f'The inbound policy must be one of {", ".join(Session.Inbound.values)}, not "{policy}".')
+    with transaction.atomic():
+        rows = Session.objects.filter(pk=session.pk) if session is not None else Session.objects.filter(task=task)
+        changed = list(rows.exclude(inbound=policy).order_by("pk").values_list("pk", flat=True))
+        Session.objects.filter(pk__in=changed).update(inbound=policy)
+        for pk in changed:
+            record_event("session.inbound", session_id=pk, data={"session": f"S-{pk}", "policy": policy})
+        if changed:
+            ping("sessions")
+    return changed
+
+
+def do_set_quiet(*, session, quiet):
+    """What the session's page shows: remembered on the row, nothing deleted."""
+    if quiet not in Session.Quiet.values:
+        raise InvalidInput(f'The choice must be one of {", ".join(Session.Quiet.values)}, not "{quiet}".')
+    with transaction.atomic():
+        Session.objects.filter(pk=session.pk).update(quiet=quiet)
+        session.quiet = quiet
+        ping("sessions")
     return session
 
 

@@ -15,7 +15,7 @@ from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 from . import actions, lib
 from .hooks import delivery, refusals
 from .hooks.ingest import ingest_hook
-from .schemas import ERRORS, DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, HookIn, RelayIn, WaitOut
+from .schemas import ERRORS, DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, HookIn, InboundIn, InboundOut, RelayIn, WaitOut
 
 router = Router(tags=["hooks and sessions"])
 HOOK_BODY = HookIn.model_json_schema()
@@ -167,3 +167,14 @@ def record_desktop_edge(request, data: DesktopEdgeIn):
     recipient = actions.resolve_one(data.recipient, what="recipient")
     event = actions.do_record_desktop_edge(sender=sender, recipient=recipient)
     return {"event_id": event.pk, "sender": sender.handle, "recipient": recipient.handle}
+
+
+@router.post(
+    "/sessions/{handle}/inbound",
+    response={200: InboundOut, 400: Error, 401: Error, 404: Error, 409: Error},
+    summary="Set what happens to messages from other sessions to one session",
+)
+def set_inbound(request, handle: str, data: InboundIn):
+    session = actions.resolve_one(handle, what="session")
+    changed = actions.do_set_inbound_policy(session=session, policy=data.policy)
+    return {"session": session.handle, "policy": data.policy, "changed": bool(changed)}

@@ -4,6 +4,7 @@ import re
 from datetime import timedelta
 from enum import StrEnum
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Prefetch, Q
 
@@ -117,6 +118,7 @@ class Arrival(StrEnum):
     NO_LINK = "no link"  # no hook link at all
     GUESSED = "guessed"  # its link is only guessed
     ENDED = "ended"  # its exact link ended; it may come back
+    CAPPED = "capped"  # idle, and messages woke it as often as the wake-up cap allows: at its next prompt
     WAKING = "waking"  # idle, and its wake-up hook waits: woken now
     IDLE = "idle"  # at its next prompt or wake-up
     BUSY = "busy"  # at its next tool call or prompt
@@ -133,8 +135,23 @@ def arrival(session):
     if not link.live:
         return Arrival.ENDED
     if link.state == HookLink.State.IDLE:
+        if wake_cap_reached(link):
+            return Arrival.CAPPED
         return Arrival.WAKING if link.waiter else Arrival.IDLE
     return Arrival.BUSY
+
+
+def wake_cap_reached(link):
+    """Whether messages may no longer wake this idle session until the owner acts (docs/rules.md §4.8):
+    the owner's comments still do, so this is an arrival of messages, not a reason that nothing
+    can be delivered."""
+    return link.agent_wakes >= settings.RELAYBAY_WAKE_CAP
+
+
+WAKE_CAP_WAIT = (
+    "messages from sessions woke it as often as the wake-up cap allows since the owner's last prompt or comment: "
+    "this waits for its next prompt."
+)
 
 
 NOT_DELIVERABLE = {

@@ -46,8 +46,24 @@ class Session(models.Model):
         HOOK = "hook"
         MCP = "mcp"
 
+    class Inbound(models.TextChoices):
+        """What happens to a message from another session sent to this one (docs/rules.md §4.8)."""
+
+        ACCEPT = "accept", "accept"
+        HOLD = "hold", "hold for the owner"
+        REFUSE = "refuse", "refuse"
+
+    class Quiet(models.TextChoices):
+        """What the session's page shows; nothing is deleted (docs/rules.md §4.8)."""
+
+        ALL = "all", "all"
+        HIDE_AGENTS = "hide_agents", "hide agent messages"
+        AGENTS_ONLY = "agents_only", "agent messages only"
+
     kind = models.CharField(max_length=10, choices=Kind)
     title = models.CharField(max_length=200, blank=True)
+    inbound = models.CharField(max_length=10, choices=Inbound, default=Inbound.ACCEPT)
+    quiet = models.CharField(max_length=12, choices=Quiet, default=Quiet.ALL)
     aliases = models.JSONField(default=list, blank=True)
     desktop_id = models.CharField(max_length=200, null=True, blank=True, unique=True)
     folder = models.CharField(max_length=1000, blank=True, db_index=True)
@@ -119,6 +135,9 @@ class HookLink(models.Model):
     state = models.CharField(max_length=10, choices=State, default=State.IDLE)
     turn = models.PositiveIntegerField(default=0, help_text="Counts UserPromptSubmit events")
     stop_blocks = models.PositiveIntegerField(default=0, help_text="Stop blocks given in this turn")
+    agent_wakes = models.PositiveIntegerField(
+        default=0, help_text="Wake-ups caused by messages since the owner's last prompt or comment"
+    )
     waiter = models.CharField(max_length=40, blank=True, help_text="The wake-up waiter that is current")
     cwd = models.CharField(max_length=1000, blank=True)
     # Claude Code's own names for the process behind this link (docs/rules.md §4.9), as the hook client

@@ -1,3 +1,5 @@
+from typing import Literal
+
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
@@ -86,3 +88,16 @@ class DesktopEdgeOut(Schema):
 class RelayIn(Schema):
     group: Name
     message: dict
+
+
+class InboundIn(Schema):
+    policy: Literal["accept", "hold", "refuse"] = Field(
+        description="accept: messages from other sessions are delivered; hold: they wait in the owner's Inbox "
+        "for Deliver or Deny; refuse: sends to it are refused."
+    )
+
+
+class InboundOut(Schema):
+    session: str
+    policy: str
+    changed: bool

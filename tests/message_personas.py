@@ -6,14 +6,16 @@ board's action, because the board is the only way they are written.
 """
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.utils import timezone
 
-from messaging.models import SessionMessage
+from messaging.models import Dispatch, SessionMessage
 from sessions_app.actions import do_update_session, do_write_comment
 from sessions_app.models import Comment, Event, HookLink, Session
 
-COUNTED = (Session, HookLink, SessionMessage, Event, Comment)
+COUNTED = (Session, HookLink, SessionMessage, Dispatch, Event, Comment)
 
 
 def counts():
@@ -129,3 +131,25 @@ def context_of(answer):
 def quoted(body):
     """How a body reaches a session: one JSON string literal (docs/rules.md §2.4)."""
     return json.dumps(body, ensure_ascii=False)
+
+
+class Clock:
+    """django.utils.timezone.now, set by the test: created_at and every window read it."""
+
+    START = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+
+    def __init__(self):
+        self.now = self.START
+
+    def __call__(self):
+        return self.now
+
+    def at(self, seconds):
+        self.now = self.START + timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(timezone, "now", clock)
+    return clock

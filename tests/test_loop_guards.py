@@ -2,38 +2,17 @@
 the refused reply's parent going to the owner's Inbox. (No self-sends: test_recipient_rules;
 Stop blocks: test_message_delivery.)"""
 
-from datetime import UTC, datetime, timedelta
+import itertools
 
 import pytest
-from django.utils import timezone
 
 from messaging.actions import do_mark_inbox_seen
 from messaging.models import SessionMessage
 from sessions_app.models import Event
 
-from .message_personas import counts, detail, rb  # noqa: F401
+from .message_personas import clock, counts, detail, rb  # noqa: F401
 
 pytestmark = pytest.mark.django_db
-
-
-class Clock:
-    """django.utils.timezone.now, set by the test: the rate window and created_at both read it."""
-
-    def __init__(self):
-        self.now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self):
-        return self.now
-
-    def at(self, seconds):
-        self.now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC) + timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(timezone, "now", clock)
-    return clock
 
 
 @pytest.fixture
@@ -42,12 +21,16 @@ def pair(rb):
     rb.live("bob", "hook-b")
 
 
+BODIES = itertools.count()
+
+
 def from_alice(rb, **fields):
-    return rb.send(**{"body": "ping", "to": "bob", "session": "alice", "hook_session": "hook-a", **fields})
+    # A new body each time: the same body again within 30 s is a duplicate, not a send.
+    return rb.send(**{"body": f"ping {next(BODIES)}", "to": "bob", "session": "alice", "hook_session": "hook-a", **fields})
 
 
 def rate_limited(wait):
-    return f"You sent 10 messages in the last minute, the limit. Wait {wait} s before sending again."
+    return f"You sent 10 messages or broadcasts in the last minute, the limit. Nothing was sent. Wait {wait} s before sending again."
 
 
 def test_the_eleventh_send_in_a_minute_is_refused_with_the_time_to_wait_and_the_window_rolls(rb, pair, clock):
@@ -102,7 +85,7 @@ def test_the_limit_is_per_sender_row_whatever_name_it_writes_under(rb, pair, clo
 def test_unverified_senders_are_limited_too(rb, pair, clock):
     rb.desktop("desk-c", "carol")
     for _ in range(10):
-        assert rb.send(body="hi", to="bob", session="carol").status_code == 200
+        assert rb.send(body=f"hi {next(BODIES)}", to="bob", session="carol").status_code == 200
     assert detail(rb.send(body="hi", to="bob", session="carol")) == rate_limited(60)
 
 

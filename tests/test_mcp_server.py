@@ -20,7 +20,7 @@ from relaybay.mcp.server import RelaybayAPI
 from relaybay_hook.proof import PROCESS_HEADER, process_proof
 from tests.live_server import MANAGE, REPO_ROOT, free_port, live_relaybay  # noqa: F401  (fixture)
 
-TOOLS = {"message_send", "messages_list", "message_ack", "session_link", "sessions_list"}
+TOOLS = {"message_send", "message_broadcast", "messages_list", "message_ack", "session_link", "sessions_list"}
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -93,7 +93,7 @@ def pair(live_relaybay, names):
     return alpha, beta
 
 
-async def test_it_lists_the_five_tools_with_descriptions_and_documented_parameters(mcp_session, live_relaybay, tmp_path):
+async def test_it_lists_the_six_tools_with_descriptions_and_documented_parameters(mcp_session, live_relaybay, tmp_path):
     async with mcp_session(live_relaybay, tmp_path) as mcp:
         tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
     assert set(tools) == TOOLS

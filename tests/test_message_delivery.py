@@ -337,7 +337,8 @@ def test_messages_list_refuses_a_bad_limit_or_box(rb, alice, bob, params):
     assert detail(response).startswith("Invalid request: ")
 
 
-def test_messages_list_limit_defaults_to_20_and_goes_up_to_100(rb, alice, bob):
+def test_messages_list_limit_defaults_to_20_and_goes_up_to_100(rb, alice, bob, settings):
+    settings.RELAYBAY_UNREAD_CAP = 200  # 110 messages wait for bob here
     # Eleven senders, because each may send only 10 a minute.
     for sender in range(11):
         for n in range(10):

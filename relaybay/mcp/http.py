@@ -1,6 +1,6 @@
 """relaybay's MCP server over streamable HTTP, served by relaybay itself at /mcp.
 
-The five tools of relaybay/mcp/tools.py, in the same server processes as the JSON API and
+The six tools of relaybay/mcp/tools.py, in the same server processes as the JSON API and
 behind the same bearer token, with no process per Claude Code session. A tool runs the JSON
 route's own body on relaybay's database threads (relaybay/dbthreads.py): the same schema, the
 same action, the same answer and the same error sentence as `POST /api/message_send`, with no
@@ -29,7 +29,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ValidationError
 
 from messaging import api as routes
-from messaging.schemas import AckIn, LinkIn, MessagesListQuery, SendIn, SessionsListQuery
+from messaging.schemas import AckIn, BroadcastIn, LinkIn, MessagesListQuery, SendIn, SessionsListQuery
 from relaybay.api import database_unavailable_detail, invalid_detail
 from relaybay.auth import TOKEN_REFUSED, token_matches
 from relaybay.dbthreads import threads as db_threads
@@ -40,6 +40,7 @@ from sessions_app import lib as session_lib
 # Each operation: the JSON route (a plain sync view) and the schema the route reads its input with.
 OPERATIONS = {
     "message_send": (routes.message_send, SendIn),
+    "message_broadcast": (routes.message_broadcast, BroadcastIn),
     "messages_list": (routes.messages_list, MessagesListQuery),
     "message_ack": (routes.message_ack, AckIn),
     "session_link": (routes.session_link, LinkIn),

@@ -1,4 +1,4 @@
-"""relaybay's MCP server over stdio: the five tools of relaybay/mcp/tools.py as a client of
+"""relaybay's MCP server over stdio: the six tools of relaybay/mcp/tools.py as a client of
 relaybay's JSON API, for a Claude Code that starts one server process per session.
 
 relaybay serves the same tools over streamable HTTP itself, at /mcp (relaybay/mcp/http.py);
@@ -70,8 +70,9 @@ class RelaybayAPI:
             ) from None
         except httpx2.TimeoutException:
             raise ToolError(
-                f"relaybay at {self.url} did not answer within {self.timeout:g} s. It may be overloaded; "
-                "call the tool again in a moment."
+                f"relaybay at {self.url} did not answer within {self.timeout:g} s. It may be overloaded, and the "
+                "call may have been stored: call the tool again in a moment, for message_send and "
+                "message_broadcast with the same request_id, so nothing is sent twice."
             ) from None
         except (httpx2.UnsupportedProtocol, httpx2.InvalidURL):
             raise ToolError(

@@ -1,7 +1,7 @@
-"""relaybay's five MCP tools (docs/rules.md §4.1), defined once for both transports.
+"""relaybay's six MCP tools (docs/rules.md §4.1, §4.8), defined once for both transports.
 
-`build_server(backend)` gives the official SDK's MCPServer with message_send, messages_list,
-message_ack, session_link and sessions_list. Each tool only gathers its arguments; the backend
+`build_server(backend)` gives the official SDK's MCPServer with message_send,
+message_broadcast, messages_list, message_ack, session_link and sessions_list. Each tool only gathers its arguments; the backend
 carries out the operation and fills in the caller's proof:
 - the stdio server (relaybay/mcp/server.py) is a client of relaybay's JSON API and proves the
   caller with the CLAUDE_CODE_SESSION_ID it was started with;
@@ -43,13 +43,20 @@ Title = Annotated[
 HookSession = Annotated[str | None, Field(description=HOOK_SESSION_HELP)]
 MessageRef = Annotated[int | str | None, Field(description="A message id: 12 or M-12.")]
 TaskRef = Annotated[int | str | None, Field(description="A task id or its exact title.")]
+RequestId = Annotated[
+    str | None,
+    Field(
+        description="Any unique text you make for this call, like a UUID. If the call fails or times out, call "
+        "again with the same request_id: a repeat within 24 h returns the first answer and sends nothing twice."
+    ),
+]
 
 WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 MARK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 # The operations that name their caller, and whether they cannot go on without the proof.
-PROVEN = {"message_send": False, "message_ack": False, "session_link": True}
+PROVEN = {"message_send": False, "message_broadcast": False, "message_ack": False, "session_link": True}
 # The operations that only read (the JSON API serves them as GET).
 READS = frozenset({"messages_list", "sessions_list"})
 
@@ -82,6 +89,7 @@ def build_server(backend):
             int | str | None,
             Field(description="The id of the message this answers (12 or M-12). It marks that message read."),
         ] = None,
+        request_id: RequestId = None,
         session: Name = None,
         session_title: Title = None,
         hook_session: HookSession = None,
@@ -92,19 +100,61 @@ def build_server(backend):
         name, otherwise the message is stored as "name not verified" and the recipient is told so. Name the
         recipient with `to`, or answer a message with `in_reply_to`. relaybay delivers the message into the
         recipient's conversation at its next hook; the answer's `status` says truthfully whether and when it
-        arrives. The owner sees every message. Limits: 4,000 characters, 10 sends a minute, replies at most
-        8 deep, no messages to yourself.
+        arrives. The recipient's owner may hold or refuse messages to it. The owner sees every message.
+        Pass a fresh `request_id`: if the call fails or times out you may retry safely with the same
+        request_id (the same text to the same recipient within 30 s is not sent twice either). Limits:
+        4,000 characters, 10 sends a minute, 50 undelivered messages waiting per recipient, replies at
+        most 8 deep, no messages to yourself.
         """
         fields = present(
             body=body,
             to=to,
             task=None if task is None else str(task),
             in_reply_to=in_reply_to,
+            request_id=request_id,
             session=session,
             session_title=session_title,
             hook_session=hook_session,
         )
         return await backend.call("message_send", fields, ctx)
+
+    @tool(WRITE)
+    async def message_broadcast(
+        ctx: Context,
+        body: Annotated[str, Field(description="The message text, at most 4,000 characters; each recipient gets its own copy.")],
+        task: Annotated[
+            int | str | None,
+            Field(description="A task id or its exact title: its sessions receive it. Leave it out for your own task."),
+        ] = None,
+        folder: Annotated[
+            str | None, Field(description="An absolute path: the live sessions working there receive it (instead of a task).")
+        ] = None,
+        dry_run: Annotated[bool, Field(description="Only report who would receive it and how; nothing is sent.")] = False,
+        request_id: RequestId = None,
+        session: Name = None,
+        session_title: Title = None,
+        hook_session: HookSession = None,
+    ) -> dict[str, Any]:
+        """Send one message to every session of a task (by default your own task) or to the live sessions in a folder.
+
+        You do not list recipients: relaybay derives them, leaves out you and sessions that have ended, and
+        applies each recipient's inbound policy (some hold or refuse messages). The answer reports, per
+        recipient, whether it is delivering now, not delivered yet and why, held for its owner, or refused.
+        A broadcast that would reach nobody is an error and sends nothing. One broadcast uses one of your
+        10 sends a minute, whatever its size; `dry_run` too. Pass a fresh `request_id`: if the call fails or
+        times out you may retry safely with the same request_id and nobody gets it twice.
+        """
+        fields = present(
+            body=body,
+            task=None if task is None else str(task),
+            folder=folder,
+            dry_run=dry_run,
+            request_id=request_id,
+            session=session,
+            session_title=session_title,
+            hook_session=hook_session,
+        )
+        return await backend.call("message_broadcast", fields, ctx)
 
     @tool(READ)
     async def messages_list(

@@ -14,12 +14,14 @@ and PostgreSQL alike, whichever process serves the hook.
 import functools
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from relaybay.events import ping
 
+from .. import lib as session_lib
 from ..events import record_event
 from ..models import Comment, HookLink
 
@@ -38,6 +40,8 @@ class Deliverable:
     model = None
     session_field = ""
     pending = Q()
+    # Whether the owner wrote it: only other items count toward the wake-up cap (docs/rules.md §4.8).
+    from_owner = False
 
     def waiting(self, session_id):
         """The items pending for the session: the one definition of "pending" for this kind."""
@@ -84,6 +88,7 @@ class Comments(Deliverable):
     model = Comment
     session_field = "session"
     pending = Q(delivered_at=None)
+    from_owner = True
 
     def block(self, item):
         return comment_block(item)
@@ -215,11 +220,23 @@ def claim_for_waiter(hook_session, waiter):
             return WAKE_REPLACED
         if not link.exact or link.state != HookLink.State.IDLE:
             return None
-        delivery = claim_pending(link, "wake-up")
+        # Past the wake-up cap only what the owner wrote wakes it; the rest waits for a prompt.
+        capped = session_lib.wake_cap_reached(link)
+        delivery = claim_pending(link, "wake-up", [kind for kind in kinds() if kind.from_owner] if capped else None)
         if not delivery:
             return None
+        woken_by_sessions = not any(delivery.of(kind) for kind in kinds() if kind.from_owner)
         # The wake starts a new turn: it has its own Stop blocks, and this waiter is spent.
-        HookLink.objects.filter(pk=link.pk).update(state=HookLink.State.BUSY, stop_blocks=0, waiter="")
+        HookLink.objects.filter(pk=link.pk).update(
+            state=HookLink.State.BUSY, stop_blocks=0, waiter="", agent_wakes=F("agent_wakes") + int(woken_by_sessions)
+        )
+        if woken_by_sessions:
+            record_event(
+                "hook.agent_wake",
+                session_id=link.session_id,
+                hook_session=link.hook_session,
+                data={"wakes": link.agent_wakes + 1, "cap": settings.RELAYBAY_WAKE_CAP},
+            )
         return delivery.text()
 
 

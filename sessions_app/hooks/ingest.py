@@ -162,6 +162,9 @@ def _apply_event(link, event_name, payload, now, process):
     if event_name == "UserPromptSubmit":
         updates["turn"] = F("turn") + 1
         updates["stop_blocks"] = 0
+        if link.agent_wakes:
+            # A prompt is the owner's action: messages may wake the session again.
+            updates["agent_wakes"] = 0
     if event_name in ("SessionStart", "SessionEnd"):
         updates["waiter"] = ""
         if link.waiter:

@@ -1,0 +1,130 @@
+"""The rules a fleet of sessions adds to a send (docs/rules.md §4.8): rate slots, request ids, dedupe,
+the recipient's inbound policy and its unread cap. The send and broadcast actions call these
+inside their transaction, after the sender's row is locked, so sends of one sender take turns
+on every process; the recipient's inbox is locked too before its cap is judged.
+
+Each check reads the database, never one process's memory: two repeats arriving at two
+processes at the same moment see each other's committed rows.
+"""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+
+from relaybay.errors import ErrorCode, InvalidInput, RateLimited
+from sessions_app import lib as session_lib
+from sessions_app.models import Session
+
+from .models import Dispatch, SessionMessage
+
+
+def check_rate(sender_row, now):
+    """One slot per accepted call (a broadcast or a dry run is one call, whatever its fan-out)."""
+    limit = settings.RELAYBAY_SENDS_PER_MINUTE
+    window = Dispatch.objects.filter(sender=sender_row, created_at__gt=now - timedelta(minutes=1))
+    recent = list(window.order_by("created_at").values_list("created_at", flat=True)[:limit])
+    if len(recent) >= limit:
+        wait = max(1, int((recent[0] + timedelta(minutes=1) - now).total_seconds() + 0.999))
+        raise RateLimited(
+            f"You sent {limit} messages or broadcasts in the last minute, the limit. Nothing was sent. "
+            f"Wait {wait} s before sending again."
+        )
+
+
+def clean_request_id(request_id):
+    request_id = (request_id or "").strip() if isinstance(request_id, str) else request_id
+    if request_id in (None, ""):
+        return ""
+    if not isinstance(request_id, str) or len(request_id) > 200 or any(ch in request_id for ch in "\r\n"):
+        raise InvalidInput("request_id must be one line of at most 200 characters, like a UUID you made for this call.")
+    return request_id
+
+
+def earlier_answer(sender_row, request_id, now):
+    """The answer a call with this request_id already got from this sender, or None. Past the
+    window the id is free again: its old row gives it up."""
+    if not request_id:
+        return None
+    found = Dispatch.objects.filter(sender=sender_row, request_id=request_id).first()
+    if found is None:
+        return None
+    if found.created_at <= now - timedelta(hours=settings.RELAYBAY_REQUEST_ID_HOURS):
+        Dispatch.objects.filter(pk=found.pk, request_id=request_id).update(request_id="")
+        return None
+    return {**found.answer, "repeat": True}
+
+
+def record_dispatch(sender_row, kind, request_id, now):
+    return Dispatch.objects.create(sender=sender_row, kind=kind, request_id=request_id, created_at=now)
+
+
+def first_of_duplicate(sender_row, recipient, body, now):
+    """The same body from the same sender to the same recipient within the dedupe window."""
+    window = now - timedelta(seconds=settings.RELAYBAY_DEDUPE_SECONDS)
+    same = SessionMessage.objects.filter(
+        sender=sender_row, recipient=recipient, created_at__gt=window, body=body, channel=SessionMessage.Channel.MCP
+    )
+    return same.order_by("id").first()
+
+
+def lock_inboxes(recipients):
+    """Sends to one recipient take turns while its cap is judged; in id order, so two
+    broadcasts to overlapping sets never wait on each other in a circle."""
+    for pk in sorted({row.pk for row in recipients}):
+        session_lib.serialize_on("inbox", str(pk))
+
+
+def waiting_for(recipient, now):
+    """Messages from sessions waiting for `recipient` through relaybay: not delivered, not
+    read, not decided against (denied or expired). Comments are another table: they never
+    count; Claude Code delivers native messages itself."""
+    live = Q(state=SessionMessage.State.SENT) | Q(state=SessionMessage.State.HELD, held_until__gt=now)
+    return SessionMessage.objects.filter(live, recipient=recipient, delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP)
+
+
+@dataclass
+class Verdict:
+    """What the recipient's side decides about a message to it: send, hold, or refuse (why)."""
+
+    state: str | None
+    why: str = ""
+    code: str | None = None
+
+    @property
+    def refused(self):
+        return self.state is None
+
+
+def inbound_verdict(recipient, now):
+    """The recipient's inbound policy, then its unread cap. Call with its inbox locked."""
+    name = f'"{recipient.public_name}" ({recipient.handle})'
+    if recipient.inbound == Session.Inbound.REFUSE:
+        return Verdict(
+            None,
+            f"{name} refuses messages from other sessions: its owner set it so. Nothing was sent. "
+            "Do not retry; carry on without it, or tell the owner in your own output.",
+            ErrorCode.INBOUND_REFUSED,
+        )
+    cap = settings.RELAYBAY_UNREAD_CAP
+    if waiting_for(recipient, now)[:cap].count() >= cap:
+        return Verdict(
+            None,
+            f"{name} already has {cap} messages from sessions waiting undelivered, the limit. Nothing was sent. "
+            "Wait until it has taken some in (messages_list box=sent shows when yours are delivered), "
+            "then send one message that says it all.",
+            ErrorCode.UNREAD_CAP,
+        )
+    if recipient.inbound == Session.Inbound.HOLD:
+        hours = settings.RELAYBAY_HOLD_HOURS
+        return Verdict(
+            SessionMessage.State.HELD,
+            f"Held: {name} holds messages from other sessions until its owner delivers or denies them "
+            f"(a held message expires after {hours} h). messages_list box=sent shows what became of it.",
+        )
+    return Verdict(SessionMessage.State.SENT)
+
+
+def hold_expiry(now):
+    return now + timedelta(hours=settings.RELAYBAY_HOLD_HOURS)

@@ -1,0 +1,160 @@
+"""message_broadcast (docs/rules.md §4.8): recipients derived from a task (the sender's by default) or a
+folder's live sessions, never the sender or an ended session; inbound policies apply; one rate
+slot per call; one row per recipient sharing a broadcast id; a per-recipient report; reaching
+nobody is an error. Through POST /api/message_broadcast."""
+
+import pytest
+
+from messaging.models import Dispatch, SessionMessage
+from sessions_app.actions import do_save_task, do_update_session
+from sessions_app.models import Event
+
+from .board_fixtures import owner  # noqa: F401
+from .message_personas import clock, context_of, counts, detail, quoted, rb  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def team(rb):
+    """Task "ledger": lead (the sender), two live workers (one busy, one idle with its wake-up
+    hook waiting), one ended, one desktop session that never linked; and an outsider."""
+    task = do_save_task(title="ledger")
+    rows = {
+        "lead": rb.live("lead", "hook-lead"),
+        "busy": rb.live("busy", "hook-busy", busy=True),
+        "idle": rb.live("idle", "hook-idle"),
+        "gone": rb.live("gone", "hook-gone"),
+        "desk": rb.desktop("desk-1", "desk"),
+    }
+    rb.end("hook-gone")
+    for row in rows.values():
+        do_update_session(session=row, task=task)
+    rb.live("outsider", "hook-out")
+    rows["task"] = task
+    return rows
+
+
+def broadcast(rb, **fields):
+    return rb.api.post("/message_broadcast", {"session": "lead", "hook_session": "hook-lead", **fields})
+
+
+def report(answer):
+    return {entry["to"]: entry["outcome"] for entry in answer["recipients"]}
+
+
+def test_a_broadcast_reaches_the_senders_task_but_not_the_sender_ended_sessions_or_outsiders(rb, team):
+    response = broadcast(rb, body="stand-up in 5")
+    assert response.status_code == 200, response.content
+    answer = response.json()
+    assert report(answer) == {"busy": "not delivered yet", "idle": "not delivered yet", "desk": "not delivered yet"}
+    assert answer["scope"] == f'task "ledger" (T-{team["task"].pk})'
+    assert answer["broadcast"].startswith("B-")
+    rows = SessionMessage.objects.filter(broadcast_id=int(answer["broadcast"][2:]))
+    assert sorted(rows.values_list("recipient__title", flat=True)) == ["busy", "desk", "idle"]
+    assert {m.task_id for m in rows} == {team["task"].pk}
+    by_name = {e["to"]: e for e in answer["recipients"]}
+    assert by_name["busy"]["why"] == "Not delivered yet: it reaches it at its next tool call or prompt."
+    assert by_name["desk"]["why"].startswith("Not delivered: it never linked its own hook session")
+    assert quoted("stand-up in 5") in context_of(rb.tool("hook-busy"))
+    assert {e["message"] for e in answer["recipients"]} == {m.handle for m in rows}
+
+
+def test_task_and_folder_choose_other_recipients(rb, team):
+    other = do_save_task(title="docs")
+    do_update_session(session=rb.live("writer", "hook-w"), task=other)
+    assert report(broadcast(rb, body="hi docs", task="docs").json()) == {"writer": "not delivered yet"}
+    rb.start("hook-n", "neighbour", cwd="/work/shared")
+    rb.start("hook-s", "sleeper", cwd="/work/shared")
+    rb.end("hook-s")
+    answer = broadcast(rb, body="hi folder", folder="/work/shared").json()
+    assert report(answer) == {"neighbour": "not delivered yet"}
+    assert answer["scope"] == "folder /work/shared"
+
+
+def test_inbound_policies_apply_per_recipient(rb, team):
+    rb.api.post("/sessions/busy/inbound", {"policy": "refuse"})
+    rb.api.post("/sessions/idle/inbound", {"policy": "hold"})
+    answer = broadcast(rb, body="policy check").json()
+    assert report(answer) == {"busy": "refused", "idle": "held", "desk": "not delivered yet"}
+    assert answer["counts"] == {"not delivered yet": 1, "held": 1, "refused": 1}
+    assert not SessionMessage.objects.filter(recipient=team["busy"]).exists()
+    assert SessionMessage.objects.get(recipient=team["idle"]).state == "held"
+
+
+def test_an_idle_recipient_whose_wake_up_hook_waits_is_reported_delivering_now(rb, team):
+    from sessions_app.models import HookLink
+
+    HookLink.objects.filter(hook_session="hook-idle").update(waiter="w1")
+    assert report(broadcast(rb, body="wake").json())["idle"] == "delivering now"
+
+
+@pytest.mark.parametrize(
+    "setup, fields, code, phrase",
+    [
+        ("no task", {}, "invalid_input", "you belong to no task, so pass task"),
+        ("alone", {}, "broadcast_reaches_nobody", "would reach nobody"),
+        ("all refuse", {}, "broadcast_reaches_nobody", "every recipient refuses it"),
+        (None, {"folder": "/nowhere"}, "broadcast_reaches_nobody", "would reach nobody: folder /nowhere has no session besides you"),
+    ],
+)
+def test_a_broadcast_that_would_reach_nobody_is_refused_and_writes_nothing(rb, team, setup, fields, code, phrase):
+    if setup == "no task":
+        do_update_session(session=team["lead"], task=None)
+    elif setup == "alone":
+        for name in ("busy", "idle", "desk"):
+            do_update_session(session=team[name], task=None)
+    elif setup == "all refuse":
+        for name in ("busy", "idle", "desk"):
+            rb.api.post(f"/sessions/{team[name].handle}/inbound", {"policy": "refuse"})
+    before = counts()
+    response = broadcast(rb, body="anyone?", **fields)
+    assert response.status_code == (400 if code == "invalid_input" else 403)
+    assert response.json()["code"] == code
+    assert phrase in detail(response)
+    assert counts() == before
+
+
+def test_a_dry_run_reports_and_sends_nothing_but_uses_a_rate_slot(rb, team):
+    before = SessionMessage.objects.count()
+    answer = broadcast(rb, body="draft", dry_run=True).json()
+    assert answer["dry_run"] is True and answer["broadcast"] is None
+    assert report(answer) == {"busy": "not delivered yet", "idle": "not delivered yet", "desk": "not delivered yet"}
+    assert SessionMessage.objects.count() == before
+    assert Dispatch.objects.filter(sender=team["lead"], kind="dry_run").count() == 1
+
+
+def test_one_broadcast_is_one_rate_slot_whatever_its_fan_out(rb, team, clock, settings):
+    settings.RELAYBAY_SENDS_PER_MINUTE = 3
+    for i in range(2):
+        assert broadcast(rb, body=f"round {i}").status_code == 200
+    assert broadcast(rb, body="dry", dry_run=True).status_code == 200
+    before = counts()
+    refused = broadcast(rb, body="one too many")
+    assert refused.status_code == 429
+    assert "You sent 3 messages or broadcasts in the last minute" in detail(refused)
+    assert counts() == before
+    assert SessionMessage.objects.filter(sender=team["lead"]).count() == 6
+    clock.at(60)
+    assert broadcast(rb, body="next minute").status_code == 200
+
+
+def test_events_name_the_broadcast_and_never_carry_its_text(rb, team):
+    answer = broadcast(rb, body="secret plan zebracorn").json()
+    event = Event.objects.get(name="message.broadcast")
+    assert event.data["broadcast"] == answer["broadcast"]
+    assert event.data["not delivered yet"] == 3
+    assert not Event.objects.filter(data__icontains="zebracorn").exists()
+    sent = Event.objects.filter(name="message.sent", data__broadcast=answer["broadcast"])
+    assert sent.count() == 3
+
+
+def test_the_board_groups_a_broadcasts_rows(rb, team, client, owner):
+    answer = broadcast(rb, body="grouped").json()
+    rb.sent(body="single", to="busy", session="lead", hook_session="hook-lead")
+    number = answer["broadcast"][2:]
+    client.force_login(owner)
+    page = client.get(f"/messages/?broadcast={number}").content.decode()
+    assert page.count(f"broadcast B-{number}</a>") == 3
+    assert 'id="broadcast-filter"' in page
+    assert quoted("single") not in page and ">single<" not in page
