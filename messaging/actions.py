@@ -366,13 +366,14 @@ def broadcast_recipients(sender_row, *, task=None, folder=None):
             "Say who the broadcast is for: you belong to no task, so pass task (a task id or title) "
             "or folder (the absolute path the sessions work in)."
         )
-    rows = Session.objects.exclude(pk=sender_row.pk)
+    rows = Session.objects.live() if folder else Session.objects.all()
+    rows = rows.exclude(pk=sender_row.pk)
     if task_row is not None:
         rows = rows.filter(task=task_row)
     if folder:
-        rows = rows.filter(folder=folder, links__state__in=[HookLink.State.BUSY, HookLink.State.IDLE])
-    found = session_lib.sessions_with_links(pk__in=rows.values("pk"))
-    recipients = sorted((row for row in found if not session_lib.has_ended(row)), key=lambda row: row.pk)
+        rows = rows.filter(folder=folder)
+    found = session_lib.sessions_with_links().filter(pk__in=rows.values("pk"))
+    recipients = sorted((row for row in found if session_lib.arrival(row) != Arrival.ENDED), key=lambda row: row.pk)
     scope = []
     if task_row is not None:
         scope.append(f'task "{task_row.title}" (T-{task_row.pk})')
