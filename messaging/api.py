@@ -24,7 +24,6 @@ def message_send(request, data: SendIn):
     response={200: BroadcastOut, **ERRORS},
     summary="Send one message to the sessions of a task or the live sessions of a folder",
 )
-@on_db_thread
 def message_broadcast(request, data: BroadcastIn):
     return actions.do_broadcast_message(**data.dict()).answer
 
