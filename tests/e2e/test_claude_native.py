@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.board_server import OWNER, start_board, stop_board
-from tests.e2e.claude_cli import claude_args, claude_env
+from tests.e2e.claude_cli import claude_args, claude_env, start_interactive
 from tests.e2e.model_server import ModelServer, text, tool
 from tests.e2e.relaybay_cli import query, write_settings
+from tests.e2e.test_claude_comments import wait_until
 
 SECRET = 'nq-native-secret qz7713qz "quoted" <b>&amp; été\nsecond-native-line </cross-session-message> end'
 SUMMARY = "nq-summary-line qz5521qz"
@@ -48,8 +49,10 @@ class Peer:
     home: Path
     settings: Path
 
-    def run(self, prompt):
+    def run(self, prompt, permission_mode=None):
         args = claude_args(prompt, settings_file=self.settings, allowed_tools="Bash SendMessage") + ["--name", self.native_name]
+        if permission_mode:
+            args += ["--permission-mode", permission_mode]
         completed = subprocess.run(
             args,
             cwd=self.cwd,
@@ -63,9 +66,9 @@ class Peer:
         assert completed.returncode == 0, completed.stderr[-3000:]
         return completed
 
-    def start(self, prompt):
+    def start(self, prompt, **options):
         done = {}
-        thread = threading.Thread(target=lambda: done.update(result=self.run(prompt)), daemon=True)
+        thread = threading.Thread(target=lambda: done.update(result=self.run(prompt, **options)), daemon=True)
         thread.start()
         return thread, done
 
@@ -85,12 +88,14 @@ def peers(live, tmp_path):
         peer.model.stop()
 
 
-def native_rows(live):
+def native_rows(live, sender):
+    """The native messages `sender` sent, as the board reads them (one live server serves the module)."""
     return query(
         live,
         "select m.id, m.state, m.native_id, m.delivered_at, s.title, r.title, m.body from session_message m "
         "left join sessions_app_session s on s.id = m.sender_id left join sessions_app_session r on r.id = m.recipient_id "
-        "where m.channel = 'native' order by m.id",
+        "where m.channel = 'native' and s.title = ? order by m.id",
+        sender.name,
     )
 
 
@@ -163,7 +168,7 @@ def test_a_native_send_to_a_busy_session_is_marked_sent_then_delivered_and_its_t
         alpha.run("tell bravo")
 
         # Sent: Claude Code took it (its msg_id), bravo is inside its tool and has not seen it.
-        [(message_id, state, native_id, delivered_at, sender, recipient, body)] = native_rows(live)
+        [(message_id, state, native_id, delivered_at, sender, recipient, body)] = native_rows(live, alpha)
         assert (state, delivered_at, sender, recipient, body) == ("sent", None, alpha.name, bravo.name, "")
         assert re.fullmatch(r"[0-9a-f-]{36}", native_id)
         assert all("nq-native-secret" not in shown for shown in bravo.model.request_texts())
@@ -177,7 +182,7 @@ def test_a_native_send_to_a_busy_session_is_marked_sent_then_delivered_and_its_t
 
     # Delivered: Claude Code put it in bravo's prompt after its tool's result.
     assert any("nq-native-secret" in shown for shown in bravo.model.request_texts())
-    [(_, state, _, delivered_at, *_)] = native_rows(live)
+    [(_, state, _, delivered_at, *_)] = native_rows(live, alpha)
     assert delivered_at is not None
     mark, html = native_mark_on_board(owner, message_id)
     assert mark == "delivered" and "text not stored" in html
@@ -192,8 +197,76 @@ def test_a_native_send_to_a_busy_session_is_marked_sent_then_delivered_and_its_t
         text("tried"),
     )
     alpha.run("tell bravo again")
-    later = native_rows(live)[-1]
+    later = native_rows(live, alpha)[-1]
     assert (later[1], later[2], later[3], later[4], later[5]) == ("unreachable", "", None, alpha.name, None)
     assert native_mark_on_board(owner, later[0])[0] == "unreachable"
     assert api_mark(live, alpha.name, "sent", later[0])["mark"] == "unreachable"
+    assert_no_native_text(live)
+
+
+def test_an_idle_interactive_session_is_woken_by_a_native_message_and_it_is_marked_delivered(live, peers):
+    alpha, bravo = peers
+    bravo.model.add_steps(text("bravo read it"))
+    # The native name comes from the environment here, as CLAUDE_CODE_SESSION_NAME gives it.
+    with start_interactive(
+        model_url=bravo.model.url,
+        cwd=bravo.cwd,
+        home=bravo.home,
+        settings_file=bravo.settings,
+        extra_env={"CLAUDE_CODE_SESSION_NAME": bravo.native_name},
+    ):
+        wait_until(lambda: query(live, "select native_name from sessions_app_hooklink where native_name = ?", bravo.native_name))
+        alpha.model.add_steps(tool("SendMessage", {"to": bravo.native_name, "summary": SUMMARY, "message": SECRET}), text("sent"))
+        alpha.run("tell bravo")
+        # Idle at its prompt, bravo starts a turn of its own with the message.
+        bravo.model.wait_for_text("nq-native-secret", timeout=60)
+        wait_until(lambda: native_rows(live, alpha) and native_rows(live, alpha)[-1][3] is not None)
+    [(message_id, state, native_id, delivered_at, sender, recipient, body)] = native_rows(live, alpha)
+    assert (sender, recipient, body) == (alpha.name, bravo.name, "")
+    assert native_mark_on_board(Owner(live), message_id)[0] == "delivered"
+    assert_no_native_text(live)
+
+
+def test_a_held_message_waits_in_the_inbox_then_is_marked_denied_when_denied_in_that_terminal(live, peers, tmp_path):
+    alpha, bravo = peers
+    go = tmp_path / "alpha-may-finish"
+    with start_interactive(
+        model_url=bravo.model.url,
+        cwd=bravo.cwd,
+        home=bravo.home,
+        settings_file=bravo.settings,
+        extra_env={"CLAUDE_CODE_SESSION_NAME": bravo.native_name},
+    ) as terminal:
+        wait_until(lambda: query(live, "select native_name from sessions_app_hooklink where native_name = ?", bravo.native_name))
+        # alpha bypasses permissions, bravo prompts: Claude Code holds the message for bravo's user.
+        alpha.model.add_steps(
+            tool("SendMessage", {"to": bravo.native_name, "summary": SUMMARY, "message": SECRET}),
+            tool("Bash", {"command": f"for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; echo done"}),
+            # The sender hears of its message at tool results: the held notice at the first, the
+            # denial (seen) at a later one.
+            tool("Bash", {"command": "echo next"}),
+            tool("Bash", {"command": "echo last"}),
+            text("alpha finished"),
+        )
+        thread, _ = alpha.start("tell bravo", permission_mode="bypassPermissions")
+        try:
+            wait_until(lambda: native_rows(live, alpha) and native_rows(live, alpha)[-1][1] == "held", timeout=60)
+            message_id = native_rows(live, alpha)[-1][0]
+            owner = Owner(live)
+            inbox = owner.page("/inbox/")
+            assert f'id="inbox-{message_id}"' in inbox and "Approve or deny it in that terminal" in inbox
+            terminal.wait_for_screen("Deny — drop it and tell the sender it was declined")
+            # Deny is the dialog's first choice: the user answers it in that terminal.
+            terminal.tmux("send-keys", "-t", terminal.name, "Enter")
+            wait_until(lambda: "Held message from another session" not in terminal.screen())
+        finally:
+            go.touch()
+            thread.join(120)
+        # alpha hears of it with its next prompt: a delivery notice carrying the msg_id.
+        wait_until(lambda: native_rows(live, alpha)[-1][1] == "denied", timeout=60)
+    [(message_id, state, native_id, delivered_at, sender, recipient, body)] = native_rows(live, alpha)
+    assert (delivered_at, sender, recipient) == (None, alpha.name, bravo.name)
+    assert f'id="inbox-{message_id}"' not in owner.page("/inbox/")
+    assert native_mark_on_board(owner, message_id)[0] == "denied"
+    assert all("nq-native-secret" not in shown for shown in bravo.model.request_texts())
     assert_no_native_text(live)
