@@ -107,7 +107,7 @@ def message_status(message, now=None):
     return "not delivered yet: " + (why_not_deliverable(message.recipient) or "waiting for its next hook.")
 
 
-def message_summary(message, *, viewer_id=None):
+def message_summary(message):
     """One message as tools show it: marks, names, and the body as one quoted literal."""
     if message.channel == message.Channel.NATIVE:
         return native_summary(message)
