@@ -14,6 +14,7 @@ from relaybay.asgi import application
 from sessions_app import actions
 from sessions_app.hooks.ingest import ingest_hook
 from tests.board_fixtures import make_owner, named_session
+from tests.native_payloads import APPROVAL, send_post, wrapped
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -85,6 +86,28 @@ async def test_the_owner_hears_a_message_sent_delivered_and_read():
 
     await sync_to_async(do_ack_messages)(message_id=message.pk, session="beta", hook_session=beta.hook_session)
     assert "messages" in (await socket.receive_json_from(timeout=2))["topics"]
+    await socket.disconnect()
+
+
+async def test_the_owner_hears_a_native_message_sent_held_and_delivered():
+    alpha = await sync_to_async(named_session)("alpha")
+    beta = await sync_to_async(named_session)("beta")
+    socket = await owner_socket()
+    hook = {"cwd": "/w", "hook_event_name": "PostToolUse"}
+    await sync_to_async(ingest_hook)({**hook, "session_id": alpha.hook_session, **send_post(to="beta")})
+    topics = set()
+    while not {"messages", "map", "inbox"} <= topics:
+        topics |= set((await socket.receive_json_from(timeout=2))["topics"])
+    await sync_to_async(ingest_hook)({**hook, "hook_event_name": "Notification", "session_id": beta.hook_session, **APPROVAL})
+    topics = set()
+    while "inbox" not in topics:
+        topics |= set((await socket.receive_json_from(timeout=2))["topics"])
+    await sync_to_async(ingest_hook)(
+        {**hook, "hook_event_name": "UserPromptSubmit", "session_id": beta.hook_session, "prompt": wrapped()}
+    )
+    topics = set()
+    while not {"messages", "inbox"} <= topics:
+        topics |= set((await socket.receive_json_from(timeout=2))["topics"])
     await socket.disconnect()
 
 
