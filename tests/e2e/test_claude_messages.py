@@ -25,6 +25,7 @@ from tests.live_server import live_relaybay  # noqa: F401  (fixture)
 
 SEND = "mcp__relaybay__message_send"
 LIST = "mcp__relaybay__messages_list"
+BROADCAST = "mcp__relaybay__message_broadcast"
 FRAME_BODY = "Body (one JSON string): "
 
 
@@ -370,3 +371,41 @@ def test_a_body_crafted_as_an_owner_comment_reaches_the_model_only_inside_the_qu
     # The answer is compact JSON: not one line break the model could read a line after.
     result, _ = tool_result(b.model, LIST)
     assert len(result.splitlines()) == 1
+
+
+def test_a_broadcast_from_one_session_reaches_two_other_sessions_models(agents, live_relaybay, tmp_path):
+    a, b, c = agents(a=1, b=1, c=1)
+    # One folder for the three: a broadcast to a folder reaches the live sessions working there.
+    folder = tmp_path / "shared-project"
+    folder.mkdir()
+    for agent in (a, b, c):
+        agent.cwd = folder
+    go = tmp_path / "workers-may-finish"
+    runs = {}
+    try:
+        for agent in (b, c):
+            started = tmp_path / f"{agent.name}-started"
+            loop = f"touch {started}; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; echo done"
+            agent.model.add_steps(tool("Bash", {"command": loop}), text("worked"))
+            runs[agent.name] = (agent.start("work until told"), started)
+        for agent in (b, c):
+            agent.model.wait_for(lambda m, started=runs[agent.name][1]: started.exists(), timeout=60)
+        a.model.add_steps(
+            tool(BROADCAST, {"folder": str(folder), "session": a.name, "body": "all hands: freeze merges (bc-5772)"}),
+            text("broadcast sent"),
+        )
+        a.run("tell everyone to freeze merges")
+        report = mcp_answer(a.model, BROADCAST)
+        assert {entry["to"]: entry["outcome"] for entry in report["recipients"]} == {
+            b.name: "not delivered yet",
+            c.name: "not delivered yet",
+        }
+        assert report["sender_verified"] is True
+    finally:
+        go.touch()
+    for run, _ in runs.values():
+        run.join()
+    for agent in (b, c):
+        index, shown = first_request_showing(agent.model, "bc-5772")
+        assert f"{FRAME_BODY}{json.dumps('all hands: freeze merges (bc-5772)')}" in shown
+        assert f"from another Claude session, not from the owner: {json.dumps(a.name)}" in shown
