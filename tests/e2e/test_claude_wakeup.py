@@ -58,7 +58,7 @@ def test_a_p_turn_under_the_default_config_leaves_no_waiting_waiter(live_relayba
     names = [row[0] for row in query(live_relaybay, "select name from sessions_app_event where hook_session=? order by id", session_id)]
     assert "hook.Stop" in names and "hook.SessionEnd" in names
     # ... but no waiter ever asked the server to wait for this session, and none is left.
-    log = (live_relaybay.process.relaybay_data / "daphne.log").read_text()
+    log = live_relaybay.process.relaybay_server.log_path.read_text()  # daphne's access log
     assert f"/api/hooks/wait?session_id={session_id}" not in log
     assert "POST /api/hooks" in log
     [(waiter,)] = query(live_relaybay, "select waiter from sessions_app_hooklink where hook_session=?", session_id)
