@@ -12,6 +12,8 @@ from enum import StrEnum
 class ErrorCode(StrEnum):
     # Domain errors, raised by the actions and reads.
     INVALID_INPUT = "invalid_input"
+    INVALID_JSON = "invalid_json"
+    INVALID_IDENTIFIER = "invalid_identifier"
     BODY_TOO_LONG = "body_too_long"
     NOT_FOUND = "not_found"
     AMBIGUOUS_NAME = "ambiguous_name"
@@ -38,6 +40,8 @@ class ErrorCode(StrEnum):
 
 HTTP_STATUS = {
     ErrorCode.INVALID_INPUT: 400,
+    ErrorCode.INVALID_JSON: 400,
+    ErrorCode.INVALID_IDENTIFIER: 400,
     ErrorCode.BODY_TOO_LONG: 400,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.AMBIGUOUS_NAME: 409,

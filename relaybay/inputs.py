@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from pydantic import AfterValidator
 
-from .errors import InvalidInput, PayloadTooLarge
+from .errors import ErrorCode, InvalidInput, PayloadTooLarge
 
 MAX_DEPTH = 64
 MAX_VALUES = 100_000
@@ -35,20 +35,22 @@ UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def _refuse_constant(name):
-    raise InvalidInput(f"The JSON holds {name}, which is not a JSON number; send a number or null.")
+    raise InvalidInput(f"The JSON holds {name}, which is not a JSON number; send a number or null.", code=ErrorCode.INVALID_JSON)
 
 
 def _finite_float(text):
     value = float(text)
     if not math.isfinite(value):
-        raise InvalidInput(f"The JSON number {text[:40]} is too large; send a number within double precision.")
+        raise InvalidInput(f"The JSON number {text[:40]} is too large; send a number within double precision.", code=ErrorCode.INVALID_JSON)
     return value
 
 
 def _safe_int(text):
     value = int(text) if len(text) <= 20 else None
     if value is None or abs(value) > MAX_SAFE_INTEGER:
-        raise InvalidInput(f"The JSON integer {text[:40]} is too large; integers must be within ±{MAX_SAFE_INTEGER}.")
+        raise InvalidInput(
+            f"The JSON integer {text[:40]} is too large; integers must be within ±{MAX_SAFE_INTEGER}.", code=ErrorCode.INVALID_JSON
+        )
     return value
 
 
@@ -64,12 +66,12 @@ def _check_shape(value):
             raise PayloadTooLarge(f"The JSON holds more than {MAX_VALUES} values; relaybay refused it and stored nothing.")
         if isinstance(node, dict):
             if depth > MAX_DEPTH:
-                raise InvalidInput(f"The JSON is nested deeper than {MAX_DEPTH} levels.")
+                raise InvalidInput(f"The JSON is nested deeper than {MAX_DEPTH} levels.", code=ErrorCode.INVALID_JSON)
             count += len(node)
             stack.extend((v, depth + 1) for v in node.values())
         elif isinstance(node, list):
             if depth > MAX_DEPTH:
-                raise InvalidInput(f"The JSON is nested deeper than {MAX_DEPTH} levels.")
+                raise InvalidInput(f"The JSON is nested deeper than {MAX_DEPTH} levels.", code=ErrorCode.INVALID_JSON)
             stack.extend((v, depth + 1) for v in node)
 
 
@@ -78,9 +80,9 @@ def load_json(body, *, what="The request body"):
     try:
         value = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_safe_int)
     except RecursionError:
-        raise InvalidInput(f"{what} is nested deeper than {MAX_DEPTH} levels.")
+        raise InvalidInput(f"{what} is nested deeper than {MAX_DEPTH} levels.", code=ErrorCode.INVALID_JSON)
     except (ValueError, UnicodeDecodeError):
-        raise InvalidInput(f"{what} is not valid JSON (UTF-8).")
+        raise InvalidInput(f"{what} is not valid JSON (UTF-8).", code=ErrorCode.INVALID_JSON)
     _check_shape(value)
     return value
 
@@ -155,13 +157,16 @@ def check_identifier(value, *, what, max_length, required=True):
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        raise InvalidInput(f"The {what} must be a string.")
+        raise InvalidInput(f"The {what} must be a string.", code=ErrorCode.INVALID_IDENTIFIER)
     if required and not value.strip():
-        raise InvalidInput(f"The {what} is empty.")
+        raise InvalidInput(f"The {what} is empty.", code=ErrorCode.INVALID_IDENTIFIER)
     if UNSTORABLE.search(value):
-        raise InvalidInput(f"The {what} holds a NUL character or a lone surrogate (\\ud800-\\udfff), which no name may hold.")
+        raise InvalidInput(
+            f"The {what} holds a NUL character or a lone surrogate (\\ud800-\\udfff), which no name may hold.",
+            code=ErrorCode.INVALID_IDENTIFIER,
+        )
     if len(value) > max_length:
-        raise InvalidInput(f"The {what} is longer than {max_length} characters.")
+        raise InvalidInput(f"The {what} is longer than {max_length} characters.", code=ErrorCode.INVALID_IDENTIFIER)
     return value
 
 

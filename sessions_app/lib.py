@@ -10,7 +10,7 @@ from django.db.models import Prefetch, Q
 
 from relaybay import guidance
 from relaybay.errors import InvalidInput
-from relaybay.inputs import is_identifier_text, parse_id
+from relaybay.inputs import check_identifier, is_identifier_text, parse_id
 
 from .hooks.native import socket_path
 from .models import HookLink, RefusedHooks, Session, fold_name
@@ -32,8 +32,8 @@ def check_name(name, *, what="name"):
         raise InvalidInput(f"The {what} must be a string.")
     if any(ch in name for ch in "\r\n\v\f\x85\u2028\u2029"):
         raise InvalidInput(f"The {what} must be a single line; remove the line break.")
-    if not is_identifier_text(name):
-        raise InvalidInput(f"The {what} holds a NUL character or a lone surrogate, which no name may hold.")
+    # NUL and lone surrogates: the same refusal, with its code, as every identifier's.
+    check_identifier(name, what=what, max_length=len(name), required=False)
     name = name.strip()
     if not name:
         raise InvalidInput(f"The {what} is empty; give a session title, alias, desktop id or S-<id> handle.")

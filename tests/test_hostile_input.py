@@ -7,6 +7,7 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 
 from messaging.models import SessionMessage
+from relaybay.errors import ErrorCode
 from sessions_app.models import Comment, Event, HookLink, Session, Task
 from tests.board_fixtures import board, named_session, owner  # noqa: F401
 from tests.conftest import TOKEN
@@ -20,11 +21,13 @@ def rows():
     return Session.objects.count(), HookLink.objects.count(), Event.objects.count(), SessionMessage.objects.count()
 
 
-def refused(response, status=400, phrase=None):
+def refused(response, status=400, phrase=None, code=None):
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json")
     if phrase:
         assert phrase in response.json()["detail"]
+    if code:
+        assert response.json()["code"] == code
     return True
 
 
@@ -51,7 +54,7 @@ def test_a_lone_surrogate_in_text_is_stored_as_valid_text_and_every_page_still_a
 @pytest.mark.parametrize("bad", ["a\ud800b", "a\x00b"])
 def test_a_lone_surrogate_or_nul_in_an_identifier_is_refused_with_400(hook, field, bad):
     before = rows()
-    assert refused(hook.raw(hook_body(**{field: bad})), 400, field)
+    assert refused(hook.raw(hook_body(**{field: bad})), 400, field, ErrorCode.INVALID_IDENTIFIER)
     assert rows() == before
 
 
@@ -75,14 +78,14 @@ def test_nul_in_text_is_stored_as_the_replacement_character_on_both_databases(ho
 def test_numbers_no_database_holds_are_refused_with_400(hook, raw, phrase):
     before = rows()
     body = '{"session_id": "h-1", "hook_event_name": "UserPromptSubmit", ' + raw + "}"
-    assert refused(hook.raw(body), 400, phrase)
+    assert refused(hook.raw(body), 400, phrase, ErrorCode.INVALID_JSON)
     assert rows() == before
 
 
 @pytest.mark.parametrize("value", [12, ["Bash"], {"name": "Bash"}, True])
 def test_a_tool_name_that_is_not_a_string_is_refused(hook, value):
     before = rows()
-    assert refused(hook.raw(hook_body(tool_name=value)), 400, "tool_name must be a string")
+    assert refused(hook.raw(hook_body(tool_name=value)), 400, "tool_name must be a string", ErrorCode.INVALID_IDENTIFIER)
     assert rows() == before
 
 
@@ -90,7 +93,7 @@ def test_a_tool_name_that_is_not_a_string_is_refused(hook, value):
 @pytest.mark.parametrize("value", [12, ["/a"], {"p": "/a"}])
 def test_a_cwd_or_transcript_path_that_is_not_a_string_is_refused(hook, field, value):
     before = rows()
-    assert refused(hook.raw(hook_body(**{field: value})), 400, f"{field} must be a string")
+    assert refused(hook.raw(hook_body(**{field: value})), 400, f"{field} must be a string", ErrorCode.INVALID_IDENTIFIER)
     assert rows() == before
 
 
@@ -98,7 +101,7 @@ def test_a_cwd_or_transcript_path_that_is_not_a_string_is_refused(hook, field, v
 def test_deep_nesting_is_refused_without_a_recursion_error(hook, depth):
     before = rows()
     body = '{"session_id": "h-1", "hook_event_name": "UserPromptSubmit", "tool_input": ' + "[" * depth + "]" * depth + "}"
-    assert refused(hook.raw(body), 400, "nested deeper")
+    assert refused(hook.raw(body), 400, "nested deeper", ErrorCode.INVALID_JSON)
     assert rows() == before
 
 
@@ -112,7 +115,7 @@ def test_nesting_within_the_limit_is_kept(hook):
 )
 def test_identifiers_longer_than_their_column_are_refused_on_both_databases(hook, field, length):
     before = rows()
-    assert refused(hook.raw(hook_body(**{field: "x" * length})), 400, "longer than")
+    assert refused(hook.raw(hook_body(**{field: "x" * length})), 400, "longer than", ErrorCode.INVALID_IDENTIFIER)
     assert rows() == before
 
 
@@ -135,7 +138,7 @@ def test_a_payload_of_many_small_keys_is_stored_with_a_bounded_number_of_fields(
 def test_a_payload_of_more_values_than_the_cap_is_refused_with_413(hook):
     before = rows()
     payload = {"session_id": "h-1", "hook_event_name": "PostToolUse", "tool_response": [0] * 200_000}
-    assert refused(hook.raw(json.dumps(payload)), 413, "values")
+    assert refused(hook.raw(json.dumps(payload)), 413, "values", ErrorCode.PAYLOAD_TOO_LARGE)
     assert rows() == before
 
 
@@ -170,6 +173,7 @@ def test_a_chunked_body_over_the_cap_gets_the_json_413(settings, path):
     assert status == 413
     assert headers[b"Content-Type"].startswith(b"application/json")
     assert "over 1000 bytes" in json.loads(body)["detail"]
+    assert json.loads(body)["code"] == ErrorCode.PAYLOAD_TOO_LARGE
 
 
 def test_a_chunked_body_over_djangos_own_limit_gets_the_json_413(settings):
@@ -204,20 +208,20 @@ def test_a_chunked_body_over_djangos_own_limit_gets_the_json_413(settings):
 def test_nul_or_a_lone_surrogate_in_a_name_is_refused_with_400(api, path, data, phrase):
     named_session("b")
     before = rows()
-    assert refused(api.post(path, data), 400, phrase)
+    assert refused(api.post(path, data), 400, phrase, ErrorCode.INVALID_IDENTIFIER)
     assert rows() == before
 
 
 @pytest.mark.parametrize("path, params", [("/messages_list", {"session": "b\x00"}), ("/sessions_list", {"folder": "f\x00"}), ("/hooks/wait", {"session_id": "h\x00", "timeout": 0})])
 def test_nul_in_a_query_name_is_refused_with_400(api, path, params):
-    assert refused(api.get(path, **params), 400, "NUL")
+    assert refused(api.get(path, **params), 400, "NUL", ErrorCode.INVALID_IDENTIFIER)
 
 
 @pytest.mark.parametrize("body", ['{"desktop_id": "d", "title": NaN}', '{"desktop_id": "d", "x": 1e400}', "[" * 100_000])
 def test_every_json_route_parses_its_body_strictly(client, body):
     before = rows()
     response = client.post("/api/desktop", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
-    assert refused(response, 400)
+    assert refused(response, 400, code=ErrorCode.INVALID_JSON)
     assert rows() == before
 
 
