@@ -171,10 +171,10 @@ def record_desktop_edge(request, data: DesktopEdgeIn):
 
 @router.post(
     "/sessions/{handle}/inbound",
-    response={200: InboundOut, 400: Error, 401: Error, 404: Error, 409: Error},
+    response={200: InboundOut, **ERRORS, 404: Error, 409: Error},
     summary="Set what happens to messages from other sessions to one session",
 )
-def set_inbound(request, handle: str, data: InboundIn):
+def set_inbound(request, handle: inputs.Name, data: InboundIn):
     session = actions.resolve_one(handle, what="session")
     changed = actions.do_set_inbound_policy(session=session, policy=data.policy)
     return {"session": session.handle, "policy": data.policy, "changed": bool(changed)}
