@@ -22,7 +22,8 @@ CHANNELS = {"mcp": "relaybay (MCP)", "native": "Claude Code native"}
 STATES = {
     "waiting": Q(delivered_at=None, read_at=None, state=SessionMessage.State.SENT),
     "held": Q(state=SessionMessage.State.HELD),
-    "unread": Q(read_at=None),
+    # Native messages have no read mark (Claude Code delivers them): never "unread".
+    "unread": Q(read_at=None, channel=SessionMessage.Channel.MCP),
     "read": Q(read_at__isnull=False),
 }
 

@@ -51,6 +51,11 @@ def test_messages_filter_by_channel(board, exchange, channel, native_rows, mcp_r
     assert text.count('class="badge channel mcp"') == mcp_rows
 
 
+def test_native_rows_are_never_listed_as_unread(board, exchange):
+    text = page(board, "/messages/", state="unread")
+    assert 'class="badge channel native"' not in text and "relaybay body 8181" in text
+
+
 def test_the_session_page_shows_both_channels_in_and_out(board, exchange):
     bravo = exchange.row("bravo")
     text = page(board, f"/sessions/{bravo.pk}/")
