@@ -68,6 +68,16 @@ def test_messages_wake_an_idle_session_three_times_then_wait_for_the_next_prompt
     assert wakes(pair) == 0
 
 
+def test_the_prompt_an_interactive_wake_up_starts_with_is_not_the_owners(rb, pair):
+    # Claude Code starts a woken interactive turn with a UserPromptSubmit of its own notice
+    # (seen in tests/e2e/test_claude_wakeup.py): it must not lift the cap as a typed prompt does.
+    HookLink.objects.filter(hook_session="hook-b").update(agent_wakes=3)
+    rb.hook("UserPromptSubmit", "hook-b", prompt="<task-notification>\n<summary>Stop hook</summary>")
+    assert wakes(pair) == 3
+    rb.hook("UserPromptSubmit", "hook-b", prompt="carry on")
+    assert wakes(pair) == 0
+
+
 def test_an_owner_comment_still_wakes_a_capped_session_and_lifts_the_cap(rb, pair):
     for i in range(3):
         send(rb, f"wake {i}")

@@ -145,6 +145,17 @@ def _native_names(link, payload):
     return updates
 
 
+# An interactive session woken by an asyncRewake hook starts its turn with a UserPromptSubmit
+# whose prompt is Claude Code's notice of the hook, not anything the owner typed (seen, 2.1.328).
+REWAKE_PROMPT = "<task-notification>"
+
+
+def is_owner_prompt(payload):
+    """Whether a UserPromptSubmit carries what a person typed, rather than a wake-up."""
+    prompt = payload.get("prompt")
+    return not (isinstance(prompt, str) and prompt.lstrip().startswith(REWAKE_PROMPT))
+
+
 def _stale(moment, now):
     return moment is None or now - moment >= SEEN_RESOLUTION
 
@@ -162,7 +173,7 @@ def _apply_event(link, event_name, payload, now, process):
     if event_name == "UserPromptSubmit":
         updates["turn"] = F("turn") + 1
         updates["stop_blocks"] = 0
-        if link.agent_wakes:
+        if link.agent_wakes and is_owner_prompt(payload):
             # A prompt is the owner's action: messages may wake the session again.
             updates["agent_wakes"] = 0
     if event_name in ("SessionStart", "SessionEnd"):

@@ -79,3 +79,37 @@ def test_an_interactive_session_under_the_default_config_is_woken_by_a_comment(l
 
         assert "owner says tmux-wake-5150" in model.request_texts()[1]
         assert session.exit()
+
+
+def test_messages_wake_an_idle_interactive_session_three_times_then_only_the_owner_does(live_relaybay, model, project, home, default_settings, named):
+    # docs/rules.md §4.8: the wake-up cap (3 by default) counts wakes by messages between two
+    # owner actions; past it a message waits, and an owner comment still wakes the session.
+    sender = f"{named}-peer"
+    assert live_relaybay.post("/desktop", {"desktop_id": f"desk-{sender}", "title": sender})[0] == 200
+
+    def message(body):
+        status, answer = live_relaybay.post("/message_send", {"body": body, "to": named, "session": sender})
+        assert status == 200, answer
+        return answer
+
+    model.add_steps(text("idle at first"), *(text(f"woken by message {k}") for k in (1, 2, 3)), text("woken by the owner"))
+    with start_interactive(model_url=model.url, cwd=project, home=home, settings_file=default_settings) as session:
+        session.send("start")
+        session.wait_for_screen("idle at first")
+        for k in (1, 2, 3):
+            wait_until(lambda: waiter_registered(live_relaybay, named))
+            message(f"agent wake {k} (cap-{k}17)")
+            session.wait_for_screen(f"woken by message {k}", timeout=30)
+        wait_until(lambda: waiter_registered(live_relaybay, named))
+        fourth = message("agent wake 4 (cap-417)")
+        assert "the wake-up cap allows" in fourth["status"]
+        manage(live_relaybay, "comment", named, "owner says cap-owner-99")
+        session.wait_for_screen("woken by the owner", timeout=30)
+        shown = model.request_texts()
+        assert session.exit()
+    # Each of the first three messages woke a turn of its own; the fourth woke none: it first
+    # reached the model beside the owner's comment, in the turn the comment woke.
+    for k in (1, 2, 3):
+        assert f"cap-{k}17" in shown[k]
+    assert "cap-owner-99" in shown[4] and "cap-417" in shown[4]
+    assert not any("cap-417" in text_ for text_ in shown[:4])
