@@ -70,6 +70,18 @@ def _token(settings):
     settings.RELAYBAY_TOKEN = TOKEN
 
 
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer():
+    """Each async test runs on an event loop of its own, and channels_redis's layer keeps
+    asyncio locks bound to the loop that first used them (a server process has one loop for
+    its life): every test gets a layer of its own."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    channel_layers.backends.clear()
+
+
 class HookPoster:
     """Posts hook payloads like Claude Code would, with the token."""
 
