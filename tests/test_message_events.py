@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from board.search import search
 from sessions_app.models import Event
 
 from .message_personas import rb  # noqa: F401
@@ -147,3 +148,22 @@ def test_hook_events_of_message_tool_calls_never_store_the_text(rb, pair, event,
 def test_the_model_s_last_message_at_stop_is_not_stored(rb, pair):
     rb.hook("Stop", "hook-a", stop_hook_active=False, last_assistant_message=f"I sent bob: {SECRET}")
     assert_no_text_in_events()
+
+
+def test_a_wake_up_handed_back_as_the_next_prompt_is_not_stored(rb, pair):
+    # An interactive session woken by the asyncRewake hook starts its next turn with a
+    # UserPromptSubmit whose prompt quotes the hook's stderr, the delivery itself (seen, 2.1.328).
+    rb.stop("hook-b")
+    rb.sent(body=SECRET, to="bob", session="alice", hook_session="hook-a")
+    delivery = rb.stop("hook-b")["reason"]
+    assert "zq-secret" in delivery
+    since = last_event_id()
+    rb.prompt(
+        "hook-b",
+        "<task-notification>\n<summary>Stop hook feedback</summary>\n</task-notification>\n<system-reminder>\n"
+        f'Stop hook blocking error from command "Stop": {delivery}\n</system-reminder>',
+    )
+    [recorded] = new_events(since, "hook.UserPromptSubmit")
+    assert recorded.data["prompt"] == "[not stored: message text]"
+    assert_no_text_in_events()
+    assert not search("zq-secret").total

@@ -37,6 +37,10 @@ NOTICE_KINDS = ("held", "denied", "expired", "refused", "dropped")
 NOTICE_ITEM = re.compile(r"\[Cross-session delivery notice\](.*?)(?=\[Cross-session delivery notice\]|\Z)", re.S)
 MSG_ID = re.compile(r"msg_id:\s*([0-9A-Za-z-]{1,100})")
 APPROVAL = "needs your approval"
+# How relaybay frames one of its own messages in a hook answer (messaging.lib.message_block).
+# An interactive session woken by the asyncRewake hook gets that answer back as the prompt of
+# its next turn, in Claude Code's <task-notification> (seen, 2.1.328).
+RELAYBAY_MESSAGE = "[relaybay] Message M-"
 
 
 @dataclass(frozen=True)
@@ -154,9 +158,9 @@ def _marks(items):
 
 def without_message_text(payload):
     """The payload as it may be stored (docs/rules.md §4.7, §4.9): relaybay's message tools' inputs and
-    results, SendMessage's text fields, and every prompt that carries a cross-session message
-    or a delivery notice replaced by NOT_STORED; of those prompts only kinds, ids and names
-    stay."""
+    results, SendMessage's text fields, and every prompt that carries a cross-session message,
+    a delivery notice or a relaybay message (a wake-up handed back as a prompt) replaced by
+    NOT_STORED; of those prompts only kinds, ids and names stay."""
     tool = payload.get("tool_name") or ""
     data = dict(payload)
     if isinstance(tool, str) and tool.endswith(RELAYBAY_MESSAGE_TOOLS):
@@ -173,7 +177,7 @@ def without_message_text(payload):
         if "error" in data:  # PostToolUseFailure's error may quote what was sent
             data["error"] = NOT_STORED
     prompt = data.get("prompt")
-    if isinstance(prompt, str) and (WRAPPER_OPEN in prompt or NOTICE in prompt):
+    if isinstance(prompt, str) and any(mark in prompt for mark in (WRAPPER_OPEN, NOTICE, RELAYBAY_MESSAGE)):
         data["prompt"] = NOT_STORED
         data.update(_marks(read_native(payload)))
     return data

@@ -113,3 +113,7 @@ def test_messages_wake_an_idle_interactive_session_three_times_then_only_the_own
         assert f"cap-{k}17" in shown[k]
     assert "cap-owner-99" in shown[4] and "cap-417" in shown[4]
     assert not any("cap-417" in text_ for text_ in shown[:4])
+    # Each wake handed the delivery back as its turn's prompt: no event keeps the text (§4.7).
+    prompts = [row[0] for row in query(live_relaybay, "select data from sessions_app_event where name = 'hook.UserPromptSubmit'")]
+    assert len(prompts) >= 5
+    assert not [data for data in prompts for k in (1, 2, 3, 4) if f"cap-{k}17" in data]
