@@ -284,7 +284,9 @@ def section_serving(r):
         for name, t in s["server_time"].items()
     ]
     tp_rows = [
-        (f"`{name}`", t["label"], f"{t['hook']['rps']:.0f}/s ({t['ratio']['hook']:.2f}×)", ms(t["hook"]["p99"]), t["hook"]["errors"],
+        (f"`{name}`", t["label"], f"{t['cpu_ms']['hook']:.2f} ms ({t['cpu_ratio']['hook']:.2f}×)",
+         f"{t['cpu_ms']['empty view']:.2f} ms ({t['cpu_ratio']['empty view']:.2f}×)",
+         f"{t['hook']['rps']:.0f}/s ({t['ratio']['hook']:.2f}×)", ms(t["hook"]["p99"]), t["hook"]["errors"],
          f"{t['empty view']['rps']:.0f}/s ({t['ratio']['empty view']:.2f}×)")
         for name, t in s["throughput"].items()
     ]
@@ -294,14 +296,17 @@ def section_serving(r):
 {'SQLite, in-memory layer' if s['backend'] == 'sqlite' else 'PostgreSQL + Redis'}; each variant is one server on a data folder of its own, and
 each undoes one choice (bench/experiments.py), so its row is the plain alternative measured beside
 relaybay in the same run. Server time: sequential keep-alive requests, interleaved round by round
-over the variants (medians; × relaybay's). Comments delivered: {s['delivered']}.
+over the variants (medians; × relaybay's); every hook +comment delivered its comment
+({s['delivered'].get('relaybay', 0)} each) and no answer was an error ({sum(s['errors'].values())} non-200).
 
 {md_table(["variant", "hook, idle", "hook +comment", "empty view", "what"], time_rows)}
 
 Throughput: wrk, 50 connections rotating through 50 sessions' turns with nothing pending, each
-repeat running every variant's empty view then its hooks (median; × relaybay's within each repeat):
+repeat running every variant's empty view then its hooks (median; × relaybay's within each
+repeat). The server processes' CPU time per request is the steadier figure on a shared machine:
+a closed loop gets only the CPU that other work leaves it, which moves requests/s far more.
 
-{md_table(["variant", "server", "hooks", "hook p99", "errors", "empty view"], tp_rows)}
+{md_table(["variant", "server", "CPU per hook", "CPU per empty view", "hooks", "hook p99", "errors", "empty view"], tp_rows)}
 """
 
 

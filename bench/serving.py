@@ -19,7 +19,9 @@ comment inserted with SQL beforehand (its answer, events and board ping), and th
 bearer-auth view. Throughput: wrk, 50 connections rotating through 50 sessions' turns with
 nothing pending (as bench/throughput.py), every repeat runs each variant's empty view then its
 hooks, so load from elsewhere on the machine hits all alike; ratios are medians of per-repeat
-ratios. Prints figures and ratios; asserts nothing.
+ratios. Beside requests/s, the server processes' CPU time per request: on a shared machine a
+closed loop gets only the CPU the other work leaves it, which moves requests/s far more than
+the server's own cost. Prints figures and ratios; asserts nothing.
 """
 
 import argparse
@@ -182,11 +184,23 @@ def main():
         ratios = {
             k: statistics.median(a["rps"] / b["rps"] for a, b in zip(r[k], runs["relaybay"][k], strict=True)) for k in ("hook", "empty view")
         }
-        summary_rows[name] = {"hook": hook, "empty view": empty, "ratio": ratios, "label": servers[name].label}
+        # CPU per request: the server's own cost, which the machine's other load moves far less
+        # than requests/s (a closed loop gets only the CPU share the machine leaves it).
+        cpu = {k: statistics.median(cpu_ms(x) for x in r[k]) for k in ("hook", "empty view")}
+        cpu_ratios = {
+            k: statistics.median(cpu_ms(a) / cpu_ms(b) for a, b in zip(r[k], runs["relaybay"][k], strict=True)) for k in ("hook", "empty view")
+        }
+        summary_rows[name] = {"hook": hook, "empty view": empty, "ratio": ratios, "label": servers[name].label,
+                              "cpu_ms": cpu, "cpu_ratio": cpu_ratios}
         print(f"{name:16} {servers[name].label:34} hooks {hook['rps']:6.0f}/s ({ratios['hook']:4.2f}×, p99 {hook['p99']:6.1f} ms, "
-              f"errors {hook['errors']})   empty view {empty['rps']:6.0f}/s ({ratios['empty view']:4.2f}×)")
+              f"errors {hook['errors']}, CPU {cpu['hook']:.2f} ms/request {cpu_ratios['hook']:4.2f}×)   "
+              f"empty view {empty['rps']:6.0f}/s ({ratios['empty view']:4.2f}×, CPU {cpu['empty view']:.2f} ms {cpu_ratios['empty view']:4.2f}×)")
     write_json(args.json, {"backend": args.backend, "server_time": times, "errors": errors, "delivered": delivered,
                            "throughput": summary_rows, "commands": {n: s.command_lines() for n, s in servers.items()}})
+
+
+def cpu_ms(run):
+    return run["server_cpu"] / run["rps"] * 1000
 
 
 def ratio(a, b):
