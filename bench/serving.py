@@ -77,12 +77,12 @@ def start(workdir, backend, name, spec, token):
     return server.start()
 
 
-def sequential(servers, backend, rounds):
+def sequential(servers, rounds):
     setups = {}
     for name, server in servers.items():
         client = Client(server.url, server.token)
         ids = start_sessions(client, ["quiet", "mailbox"])
-        db = DB(backend, server.data_dir)
+        db = DB(server.backend, server.data_dir)
         setups[name] = (ids, session_ids(db, ids), db, {k: Client(server.url, server.token) for k in ("idle", "comment", "empty")})
     samples = {name: {"hook, idle": [], "hook +comment": [], "empty view": []} for name in servers}
     errors = {name: 0 for name in servers}
@@ -161,7 +161,7 @@ def main():
                 servers[name] = start(workdir, backend, name, spec, token)
             print(f"{backends[0].label}: {', '.join(f'{n} ({s.label})' for n, s in servers.items())}", flush=True)
             daphne = {n: s for n, s in servers.items() if s.kind == "daphne"}
-            times, errors, delivered = sequential(daphne, backends[0], args.rounds)
+            times, errors, delivered = sequential(daphne, args.rounds)
             runs = throughput(servers, workdir, int(args.duration), args.repeats)
         finally:
             for server in servers.values():
