@@ -255,18 +255,19 @@ def do_send_message(*, body, to=None, task=None, in_reply_to=None, request_id=No
         _refuse_deep_reply(parent)
 
 
-def _lock_sender(sender):
-    # Sends of one sender take turns on every process: its rate, its request ids and its
-    # duplicates are judged on what the previous send committed.
+def _sender_and_earlier_answer(*, session, session_title, hook_session, request_id, now):
+    """The proven sender of a send or broadcast, and the answer it already had for this
+    request_id, if any. Sends of one sender take turns on every process (its row is locked):
+    its rate, its request ids and its duplicates are judged on what the previous send committed."""
+    sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
     Session.objects.select_for_update().filter(pk=sender.row.pk).first()
+    return sender, fleet.earlier_answer(sender.row, request_id, now)
 
 
 def _send_message(*, body, to, task, parent, request_id, session, session_title, hook_session):
     now = timezone.now()
     with transaction.atomic():
-        sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
-        _lock_sender(sender)
-        earlier = fleet.earlier_answer(sender.row, request_id, now)
+        sender, earlier = _sender_and_earlier_answer(session=session, session_title=session_title, hook_session=hook_session, request_id=request_id, now=now)
         if earlier is not None:
             return SendResult(earlier)
         if to not in (None, ""):
@@ -399,9 +400,7 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
     request_id = "" if dry_run else fleet.clean_request_id(request_id)
     now = timezone.now()
     with transaction.atomic():
-        sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
-        _lock_sender(sender)
-        earlier = fleet.earlier_answer(sender.row, request_id, now)
+        sender, earlier = _sender_and_earlier_answer(session=session, session_title=session_title, hook_session=hook_session, request_id=request_id, now=now)
         if earlier is not None:
             return SendResult(earlier)
         recipients, task_row, scope = broadcast_recipients(sender.row, task=task, folder=folder)

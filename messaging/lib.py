@@ -108,19 +108,26 @@ def message_status(message, now=None):
     return "not delivered yet: " + (why_not_deliverable(message.recipient) or "waiting for its next hook.")
 
 
-def message_summary(message):
-    """One message as tools show it: marks, names, and the body as one quoted literal."""
-    if message.channel == message.Channel.NATIVE:
-        return native_summary(message)
+def _addressing(message):
+    """Who a message is from and to, as every summary of it names them."""
     return {
         "id": message.pk,
         "handle": f"M-{message.pk}",
         "channel": message.channel,
         "from": message.sender_name,
         "from_handle": f"S-{message.sender_id}" if message.sender_id else None,
-        "from_verified": message.sender_verified,
         "to": message.recipient_name,
         "to_handle": f"S-{message.recipient_id}" if message.recipient_id else None,
+    }
+
+
+def message_summary(message):
+    """One message as tools show it: marks, names, and the body as one quoted literal."""
+    if message.channel == message.Channel.NATIVE:
+        return native_summary(message)
+    return {
+        **_addressing(message),
+        "from_verified": message.sender_verified,
         "task": message.task.title if message.task_id else None,
         "in_reply_to": message.parent_id,
         "depth": message.depth,
@@ -139,13 +146,7 @@ def native_summary(message):
     """A native message as tools show it: names and its mark; its text was never stored."""
     mark = native_mark(message)
     return {
-        "id": message.pk,
-        "handle": f"M-{message.pk}",
-        "channel": message.channel,
-        "from": message.sender_name,
-        "from_handle": f"S-{message.sender_id}" if message.sender_id else None,
-        "to": message.recipient_name,
-        "to_handle": f"S-{message.recipient_id}" if message.recipient_id else None,
+        **_addressing(message),
         "native_id": message.native_id or None,
         "sent_at": message.created_at.isoformat(),
         "delivered_at": message.delivered_at.isoformat() if message.delivered_at else None,
