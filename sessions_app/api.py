@@ -1,9 +1,11 @@
 import asyncio
+import logging
 import uuid
 from datetime import datetime
 
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.db import DatabaseError
 from ninja import Router, Status
 
 from relaybay import inputs
@@ -21,10 +23,19 @@ router = Router(tags=["hooks and sessions"])
 HOOK_BODY = HookIn.model_json_schema()
 
 
+logger = logging.getLogger("relaybay")
+
+
 def _count_refused():
+    """Tally a refused call for the board's warning. The tally is a side note: a database that
+    cannot take it (locked, down) never turns the caller's 401 into a 503."""
     count = refusals.note_refused()
-    if count:
+    if not count:
+        return
+    try:
         actions.do_count_refused_hooks(count=count)
+    except DatabaseError as error:
+        logger.warning("%d refused hook call(s) not counted: %s", count, error)
 
 
 class HookTokenAuth(TokenAuth):

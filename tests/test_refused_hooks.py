@@ -63,3 +63,16 @@ def test_the_warning_ends_after_a_quiet_hour_and_a_new_streak_starts_afresh(boar
     assert warning(board) is None
     do_count_refused_hooks(count=1)
     assert "refused 1 hook call" in warning(board)
+
+
+def test_a_database_that_cannot_take_the_tally_still_answers_401(hook, monkeypatch):
+    # The tally is a side note: a locked database must not turn the caller's 401 into a 503.
+    from django.db import OperationalError
+
+    from sessions_app import actions
+
+    def locked(**_):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(actions, "do_count_refused_hooks", locked)
+    assert hook.raw(EVENT, token="an-old-token").status_code == 401

@@ -243,9 +243,9 @@ def test_a_held_message_waits_in_the_inbox_then_is_marked_denied_when_denied_in_
             tool("SendMessage", {"to": bravo.native_name, "summary": SUMMARY, "message": SECRET}),
             tool("Bash", {"command": f"for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; echo done"}),
             # The sender hears of its message at tool results: the held notice at the first, the
-            # denial (seen) at a later one.
-            tool("Bash", {"command": "echo next"}),
-            tool("Bash", {"command": "echo last"}),
+            # denial at whichever result follows its arrival over the socket (seen: one or more
+            # later), so alpha keeps working for a while after the user denies it.
+            *[tool("Bash", {"command": f"sleep 0.5; echo tick {i}"}) for i in range(20)],
             text("alpha finished"),
         )
         thread, _ = alpha.start("tell bravo", permission_mode="bypassPermissions")
