@@ -510,7 +510,8 @@ def median_run(runs):
 
 MESSAGE_COLUMNS = (
     "sender_id, sender_name, sender_verified, recipient_id, recipient_name, task_id, body, parent_id, depth, "
-    "created_at, delivered_at, delivered_by, read_at, read_verified, not_delivered_reason, needs_owner, owner_seen_at"
+    "created_at, delivered_at, delivered_by, read_at, read_verified, not_delivered_reason, needs_owner, owner_seen_at, "
+    "channel, state, native_id, native_digest"
 )
 
 
@@ -534,7 +535,7 @@ def insert_message(db, sender, recipient, body):
     """sender, recipient: (row id, name). A pending message, as message_send stores one."""
     db.execute(
         f"INSERT INTO session_message ({MESSAGE_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, NULL, ?, NULL, 0, ?, NULL, '', NULL, NULL, '', ?, NULL)",
+        "VALUES (?, ?, ?, ?, ?, NULL, ?, NULL, 0, ?, NULL, '', NULL, NULL, '', ?, NULL, 'mcp', 'sent', '', '')",
         (sender[0], sender[1], True, recipient[0], recipient[1], body, db.timestamp(), False),
     )
 

@@ -51,7 +51,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from bench.harness import REPO_ROOT, Backend, Server, code_state, fmt_ms, machine_notes, ratio, summary, write_json  # noqa: E402
 from relaybay_hook.proof import PROCESS_HEADER, process_proof  # noqa: E402
-from tests.live_server import free_port  # noqa: E402
+from relaybay.devserver import free_port  # noqa: E402
 
 SENDERS = 20
 EXTRA_SESSIONS = 20

@@ -70,7 +70,7 @@ def seed_small(db, rows, count, ts):
     for v in values:
         db.execute(
             f"INSERT INTO session_message ({MESSAGE_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, NULL, ?, NULL, 0, ?, ?, 'PreToolUse via bench', ?, TRUE, '', FALSE, NULL)",
+            "VALUES (?, ?, ?, ?, ?, NULL, ?, NULL, 0, ?, ?, 'PreToolUse via bench', ?, TRUE, '', FALSE, NULL, 'mcp', 'sent', '', '')",
             v,
         )
     db.execute("COMMIT")
@@ -91,7 +91,7 @@ def seed_large(db, start, stop, ts):
         f"{series}INSERT INTO session_message ({MESSAGE_COLUMNS}) "
         "SELECT s.id, s.title, TRUE, r.id, r.title, NULL, 'message ' || c.x || ': ' || ?, NULL, 0, ?, "
         "CASE WHEN c.x % 1000 = 999 THEN NULL ELSE ? END, 'PreToolUse via bench', "
-        "CASE WHEN c.x % 4 = 0 OR c.x % 1000 = 999 THEN NULL ELSE ? END, TRUE, '', FALSE, NULL "
+        "CASE WHEN c.x % 4 = 0 OR c.x % 1000 = 999 THEN NULL ELSE ? END, TRUE, '', FALSE, NULL, 'mcp', 'sent', '', '' "
         f"{source} JOIN bench_ids s ON s.n = c.x % {n} "
         f"JOIN bench_ids r ON r.n = (c.x % {n} + 1 + (c.x / {n}) % {n - 3}) % {n}"
     )

@@ -24,6 +24,9 @@ from bench.harness import DB, Backend, Client, Server, hook_payload, start_sessi
 
 TARGET_MS = 100
 SENDERS = 30
+# One sleeper is woken by messages many times with no owner action between: lift the wake-up
+# cap (RELAYBAY_WAKE_CAP, 3 by default), which would hold every wake after the third.
+NO_WAKE_CAP = {"RELAYBAY_WAKE_CAP": "1000000"}
 
 
 def run_config(text, wakes):
@@ -32,7 +35,7 @@ def run_config(text, wakes):
     backend = Backend(backend_kind, pg_name=f"relaybay_bench_wake_{backend_kind}")
     backend.prepare()
     try:
-        with throwaway_dir("wakeup") as workdir, Server(workdir, backend, processes=processes, separate_ports=processes > 1) as server:
+        with throwaway_dir("wakeup") as workdir, Server(workdir, backend, processes=processes, separate_ports=processes > 1, extra_env=NO_WAKE_CAP) as server:
             db = DB(backend, server.data_dir)
             send_url, wait_url = server.urls[0], server.urls[-1]
             sender_client = Client(send_url, server.token)
