@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from sessions_app.actions import do_count_refused_hooks
 from sessions_app.hooks import refusals
+from sessions_app.models import RefusedHooks
 from tests.board_fixtures import board, owner  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -21,6 +22,9 @@ def fresh_throttle(monkeypatch):
     # The count is written at most once a second per process; each test starts a new second.
     monkeypatch.setattr(refusals, "_written_at", float("-inf"))
     monkeypatch.setattr(refusals, "_pending", 0)
+    # The wake-up long poll tallies its refusals on a database thread, whose connection commits
+    # outside any test's transaction: a tally another test left behind is cleared here.
+    RefusedHooks.objects.all().delete()
 
 
 def warning(board):
