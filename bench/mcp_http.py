@@ -108,6 +108,11 @@ async def call(session, tool, args):
     return elapsed
 
 
+# Hundreds of sends to a few recipients that never read them: lift the unread cap
+# (RELAYBAY_UNREAD_CAP, 50 by default), which would refuse every send past the 50th.
+NO_UNREAD_CAP = {"RELAYBAY_UNREAD_CAP": "1000000"}
+
+
 # --- relaybay ---------------------------------------------------------------------------------
 
 
@@ -415,7 +420,7 @@ def main():
             (tmp / "agentmail").mkdir()
             agentmail = AgentMail(args.agentmail_python, tmp / "agentmail").start()
             try:
-                with Server(tmp / "relaybay", Backend("sqlite")) as server:
+                with Server(tmp / "relaybay", Backend("sqlite"), extra_env=NO_UNREAD_CAP) as server:
                     relaybay = Relaybay(server)
                     relaybay.seed()
                     samples, memory = asyncio.run(measure(args, relaybay, agentmail, old_dir))
