@@ -30,6 +30,17 @@ def start_board(tmp_path, **env):
     return live
 
 
+LAPTOP = {"width": 1280, "height": 800}
+
+
+def board_with_alpha_and_beta(tmp_path):
+    """A board with two live exactly linked sessions, alpha and beta, as the browser tests use."""
+    server = start_board(tmp_path)
+    server.start_session("hook-alpha", "alpha", cwd="/work/alpha")
+    server.start_session("hook-beta", "beta", cwd="/work/beta")
+    return server
+
+
 def stop_board(live):
     stop_relaybay(live.process)
 

@@ -5,7 +5,7 @@ import os
 import playwright.sync_api as playwright
 import pytest
 
-from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS
+from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, LAPTOP, log_in
 
 from tests.e2e.claude_cli import parse_result, run_claude
 from tests.e2e.model_server import ModelServer
@@ -52,3 +52,20 @@ def browser():
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+
+@pytest.fixture
+def context(browser):
+    """A fresh browser context (no cookies) at a laptop's size."""
+    context = browser.new_context(viewport=LAPTOP)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context, live):
+    """A page logged in as the owner to the module's `live` board."""
+    page = context.new_page()
+    log_in(page, live)
+    return page

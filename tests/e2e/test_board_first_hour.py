@@ -9,35 +9,18 @@ import re
 import playwright.sync_api as playwright
 import pytest
 
-from tests.e2e.board_server import OWNER, log_in, shot, start_board, stop_board
+from tests.e2e.board_server import LAPTOP, OWNER, board_with_alpha_and_beta, log_in, shot, start_board, stop_board
 
 expect = playwright.expect
 
 LIVE_TIMEOUT = 5000
-LAPTOP = {"width": 1280, "height": 800}
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    server = start_board(tmp_path_factory.mktemp("board"))
-    server.start_session("hook-alpha", "alpha", cwd="/work/alpha")
-    server.start_session("hook-beta", "beta", cwd="/work/beta")
+    server = board_with_alpha_and_beta(tmp_path_factory.mktemp("board"))
     yield server
     stop_board(server)
-
-
-@pytest.fixture
-def context(browser):
-    context = browser.new_context(viewport=LAPTOP)
-    yield context
-    context.close()
-
-
-@pytest.fixture
-def page(context, live):
-    page = context.new_page()
-    log_in(page, live)
-    return page
 
 
 def box(locator):

@@ -8,7 +8,7 @@ import re
 import playwright.sync_api as playwright
 import pytest
 
-from tests.e2e.board_server import log_in, shot, start_board, stop_board
+from tests.e2e.board_server import board_with_alpha_and_beta, log_in, shot, start_board, stop_board
 from tests.live_server import LiveRelaybay, drop_database, scale_out_env, start_relaybay, stop_relaybay
 
 expect = playwright.expect
@@ -19,20 +19,9 @@ LIVE_TIMEOUT = 5000
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    server = start_board(tmp_path_factory.mktemp("board"))
-    server.start_session("hook-alpha", "alpha", cwd="/work/alpha")
-    server.start_session("hook-beta", "beta", cwd="/work/beta")
+    server = board_with_alpha_and_beta(tmp_path_factory.mktemp("board"))
     yield server
     stop_board(server)
-
-
-@pytest.fixture
-def page(browser, live):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    log_in(page, live)
-    yield page
-    context.close()
 
 
 def open_live(page, live, path):

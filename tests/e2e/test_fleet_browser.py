@@ -6,7 +6,7 @@ the sender's sent box says which."""
 import playwright.sync_api as playwright
 import pytest
 
-from tests.e2e.board_server import log_in, shot, start_board, stop_board
+from tests.e2e.board_server import shot, start_board, stop_board
 
 expect = playwright.expect
 LIVE_TIMEOUT = 5000
@@ -21,15 +21,6 @@ def live(tmp_path_factory):
     assert status == 200
     yield server
     stop_board(server)
-
-
-@pytest.fixture
-def page(browser, live):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    log_in(page, live)
-    yield page
-    context.close()
 
 
 def send(live, body):
