@@ -89,12 +89,14 @@ def resolve_sender(claim):
         if held is not None and held.pk != link.pk:
             raise SenderRefused(_linked_elsewhere(link.session.public_name))
         return Caller(link.session, link.session.public_name, link.carries_deliveries)
-    if link is not None and link.carries_deliveries and link.session not in session_lib.find_sessions(name):
+    # The named row is looked up once; a row made for a name that a refusal below rejects is
+    # rolled back with the caller's transaction.
+    row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
+    if link is not None and link.carries_deliveries and link.session != row:
         raise SenderRefused(
             f'Hook session {hook_session} belongs to another live session, not to "{name}". '
             "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."
         )
-    row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
     if link is None or not link.live:
         if _live_exact_link(row) is not None:
             raise SenderRefused(_linked_elsewhere(name))
