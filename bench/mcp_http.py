@@ -58,6 +58,12 @@ EXTRA_SESSIONS = 20
 BODY = "Please rebase onto main and run the tests touched by the hook change; reply when done."
 
 
+def numbered(n):
+    """Each send's own text: the same text to the same recipient within 30 s is relaybay's
+    duplicate, answered without writing a message; every send here writes one."""
+    return f"{BODY} (send {n})"
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -108,11 +114,6 @@ async def call(session, tool, args):
     return elapsed
 
 
-# Hundreds of sends to a few recipients that never read them: lift the unread cap
-# (RELAYBAY_UNREAD_CAP, 50 by default), which would refuse every send past the 50th.
-NO_UNREAD_CAP = {"RELAYBAY_UNREAD_CAP": "1000000"}
-
-
 # --- relaybay ---------------------------------------------------------------------------------
 
 
@@ -135,9 +136,14 @@ class Relaybay:
         return proof
 
     def seed(self):
-        """The recipient and the 20 messages its messages_list returns (from unverified names)."""
+        """Two recipients: one whose 20 waiting messages (from unverified names) messages_list
+        returns, every status worked out; and the inbox the sends go to, which takes its mail
+        in after each block (take_in), as a working session does, so it stays under the unread
+        cap (50 undelivered messages per recipient)."""
         self.recipient = f"recipient-{self.tag}"
+        self.inbox = f"inbox-{self.tag}"
         self.start_session(self.recipient)
+        self.start_session(self.inbox)
         for i in range(20):
             answer = self.http.post(
                 f"{self.server.url}/api/message_send",
@@ -145,6 +151,16 @@ class Relaybay:
                 headers=self.auth,
             )
             answer.raise_for_status()
+
+    def take_in(self):
+        """The inbox's prompts carry its waiting messages into its context, until none wait."""
+        payload = {"hook_event_name": "UserPromptSubmit", "session_id": f"hook-{self.inbox}", "prompt": "go on", "cwd": "/work/p"}
+        for _ in range(100):
+            answer = self.http.post(f"{self.server.url}/api/hooks", json=payload, headers=self.auth)
+            answer.raise_for_status()
+            if not answer.json():
+                return
+        raise RuntimeError("the inbox's messages were not all delivered")
 
 
 class RelaybayHTTP:
@@ -169,7 +185,7 @@ class RelaybayHTTP:
     async def send(self):
         self.turn += 1
         session = self.senders[self.turn % SENDERS]
-        return await call(session, "message_send", {"body": BODY, "to": self.r.recipient})
+        return await call(session, "message_send", {"body": numbered(self.turn), "to": self.r.inbox})
 
     async def list(self):
         return await call(self.reader, "messages_list", {"session": self.r.recipient, "limit": 20})
@@ -209,7 +225,7 @@ class RelaybayStdio:
     async def send(self):
         self.turn += 1
         name = self.senders[self.turn % SENDERS]
-        return await call(self.session, "message_send", {"body": BODY, "to": self.r.recipient, "session": name, "hook_session": f"hook-{name}"})
+        return await call(self.session, "message_send", {"body": numbered(self.turn), "to": self.r.inbox, "session": name, "hook_session": f"hook-{name}"})
 
     async def list(self):
         return await call(self.session, "messages_list", {"session": self.r.recipient, "limit": 20})
@@ -220,6 +236,7 @@ class RelaybayStdio:
 
 class AgentMail:
     label = "Agent Mail"
+    turn = 0
 
     def __init__(self, python, folder):
         self.python = python
@@ -282,7 +299,8 @@ class AgentMail:
         return await call(self.session, "send_message", args)
 
     async def send(self):
-        return await self.send_body(BODY)
+        self.turn += 1
+        return await self.send_body(numbered(self.turn))
 
     async def list(self):
         return await call(self.session, "fetch_inbox", {"project_key": self.project, "agent_name": self.recipient, "limit": 20, "include_bodies": True})
@@ -349,6 +367,7 @@ async def measure(args, relaybay, agentmail, old_dir):
         for fn in cases.values():  # warm-up, untimed
             for _ in range(3):
                 await fn()
+        relaybay.take_in()
         rng = random.Random(13)
         for _round in range(args.rounds):
             order = list(cases.items())
@@ -356,6 +375,8 @@ async def measure(args, relaybay, agentmail, old_dir):
             for key, fn in order:
                 for _ in range(args.block):
                     samples.setdefault(key, []).append(await fn())
+                if key[0] == "message_send" and key[1] != agentmail.label:
+                    relaybay.take_in()  # untimed
             # Connecting: a few per round, also interleaved (stdio starts are slow: fewer).
             corder = list(connects.items())
             rng.shuffle(corder)
@@ -420,7 +441,7 @@ def main():
             (tmp / "agentmail").mkdir()
             agentmail = AgentMail(args.agentmail_python, tmp / "agentmail").start()
             try:
-                with Server(tmp / "relaybay", Backend("sqlite"), extra_env=NO_UNREAD_CAP) as server:
+                with Server(tmp / "relaybay", Backend("sqlite")) as server:
                     relaybay = Relaybay(server)
                     relaybay.seed()
                     samples, memory = asyncio.run(measure(args, relaybay, agentmail, old_dir))

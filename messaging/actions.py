@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from relaybay.compiled import insert
 from relaybay.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
 from relaybay.events import ping
 from relaybay.inputs import clean_text, parse_id
@@ -40,8 +41,7 @@ class Claim:
 def claim_of(*, session=None, session_title=None, hook_session=None, what="session"):
     name = session_lib.check_name(session if session is not None else session_title, what=what)
     hook = (hook_session or "").strip() or None
-    link = HookLink.objects.select_related("session").filter(hook_session=hook).first() if hook else None
-    return Claim(name, hook, link)
+    return Claim(name, hook, session_lib.link_of(hook))
 
 
 @dataclass
@@ -52,10 +52,6 @@ class Caller:
     row: Session
     name: str
     verified: bool
-
-
-def _live_exact_link(row):
-    return row.links.live().filter(exact=True).first()
 
 
 def _linked_elsewhere(name):
@@ -85,8 +81,8 @@ def resolve_sender(claim):
             )
         # The hook id names its row; an old id of a row that is live under another exact
         # link must not pass for it, exactly as its name without that link's id would not.
-        held = _live_exact_link(link.session)
-        if held is not None and held.pk != link.pk:
+        # (A live exact link is its row's only one: link_hook_session ends the others.)
+        if not link.carries_deliveries and session_lib.live_exact_link(link.session) is not None:
             raise SenderRefused(_linked_elsewhere(link.session.public_name))
         return Caller(link.session, link.session.public_name, link.carries_deliveries)
     # The named row is looked up once; a row made for a name that a refusal below rejects is
@@ -98,7 +94,7 @@ def resolve_sender(claim):
             "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."
         )
     if link is None or not link.live:
-        if _live_exact_link(row) is not None:
+        if session_lib.live_exact_link(row) is not None:
             raise SenderRefused(_linked_elsewhere(name))
         return Caller(row, name, False)
     return Caller(row, name, link_hook_session(row, hook_session).verified)
@@ -259,10 +255,10 @@ def do_send_message(*, body, to=None, task=None, in_reply_to=None, request_id=No
 
 def _sender_and_earlier_answer(*, session, session_title, hook_session, request_id, now):
     """The proven sender of a send or broadcast, and the answer it already had for this
-    request_id, if any. Sends of one sender take turns on every process (its row is locked):
-    its rate, its request ids and its duplicates are judged on what the previous send committed."""
+    request_id, if any. Sends of one sender take turns on every process (serialize_on): its
+    rate, its request ids and its duplicates are judged on what the previous send committed."""
     sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
-    Session.objects.select_for_update().filter(pk=sender.row.pk).first()
+    session_lib.serialize_on("sender", str(sender.row.pk))
     return sender, fleet.earlier_answer(sender.row, request_id, now)
 
 
@@ -291,6 +287,7 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
             raise _ReplyTooDeep
         first = fleet.first_of_duplicate(sender.row, recipient, body, now)
         if first is not None:
+            first.recipient = recipient  # as loaded, with its links: its status reads them
             seconds = max(0, int((now - first.created_at).total_seconds()))
             status = (
                 f"Not sent again: the same text went to {first.recipient_name} as {first.handle} {seconds} s ago, "
@@ -344,7 +341,7 @@ def _write_message(*, sender, recipient, recipient_name, body, task, parent, ver
         not_delivered_reason=verdict.why if held else reachability(recipient),
     )
     _check_fits(message)
-    message.save()
+    insert(message)
     edge = {"message": message.pk, "from": sender.row.handle, "from_name": sender.name, "to": recipient.handle, "to_name": recipient_name}
     record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
     marks = {"verified": sender.verified, "depth": message.depth}

@@ -1,18 +1,21 @@
 """The rules a fleet of sessions adds to a send (docs/rules.md §4.8): rate slots, request ids, dedupe,
 the recipient's inbound policy and its unread cap. The send and broadcast actions call these
-inside their transaction, after the sender's row is locked, so sends of one sender take turns
-on every process; the recipient's inbox is locked too before its cap is judged.
+inside their transaction, once the sender's sends take turns on every process (serialize_on);
+the recipient's inbox is locked too before its cap is judged.
+
+The checks run on every send, so their queries are compiled once (relaybay/compiled.py).
 
 Each check reads the database, never one process's memory: two repeats arriving at two
 processes at the same moment see each other's committed rows.
 """
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Q
 
+from relaybay.compiled import compiled, insert
 from relaybay.errors import ErrorCode, InvalidInput, RateLimited
 from sessions_app import lib as session_lib
 from sessions_app.models import Session
@@ -23,14 +26,19 @@ from .models import Dispatch, SessionMessage
 def check_rate(sender_row, now):
     """One slot per accepted call (a broadcast or a dry run is one call, whatever its fan-out)."""
     limit = settings.RELAYBAY_SENDS_PER_MINUTE
-    window = Dispatch.objects.filter(sender=sender_row, created_at__gt=now - timedelta(minutes=1))
-    recent = list(window.order_by("created_at").values_list("created_at", flat=True)[:limit])
+    recent = _slots_taken(sender_row.pk, now - timedelta(minutes=1))
     if len(recent) >= limit:
         wait = max(1, int((recent[0] + timedelta(minutes=1) - now).total_seconds() + 0.999))
         raise RateLimited(
             f"You sent {limit} messages or broadcasts in the last minute, the limit. Nothing was sent. "
             f"Wait {wait} s before sending again."
         )
+
+
+@compiled(settings=("RELAYBAY_SENDS_PER_MINUTE",))
+def _slots_taken(sender_id: int, since: datetime):
+    window = Dispatch.objects.filter(sender_id=sender_id, created_at__gt=since)
+    return window.order_by("created_at").values_list("created_at", flat=True)[: settings.RELAYBAY_SENDS_PER_MINUTE]
 
 
 def clean_request_id(request_id):
@@ -57,16 +65,20 @@ def earlier_answer(sender_row, request_id, now):
 
 
 def record_dispatch(sender_row, kind, request_id, now):
-    return Dispatch.objects.create(sender=sender_row, kind=kind, request_id=request_id, created_at=now)
+    return insert(Dispatch(sender=sender_row, kind=kind, request_id=request_id, created_at=now))
 
 
 def first_of_duplicate(sender_row, recipient, body, now):
     """The same body from the same sender to the same recipient within the dedupe window."""
-    window = now - timedelta(seconds=settings.RELAYBAY_DEDUPE_SECONDS)
+    return _same_text.first(sender_row.pk, recipient.pk, now - timedelta(seconds=settings.RELAYBAY_DEDUPE_SECONDS), body)
+
+
+@compiled
+def _same_text(sender_id: int, recipient_id: int, since: datetime, body: str):
     same = SessionMessage.objects.filter(
-        sender=sender_row, recipient=recipient, created_at__gt=window, body=body, channel=SessionMessage.Channel.MCP
+        sender_id=sender_id, recipient_id=recipient_id, created_at__gt=since, body=body, channel=SessionMessage.Channel.MCP
     )
-    return same.order_by("id").first()
+    return same.order_by("id")[:1]
 
 
 def lock_inboxes(recipients):
@@ -76,12 +88,17 @@ def lock_inboxes(recipients):
         session_lib.serialize_on("inbox", str(pk))
 
 
-def waiting_for(recipient, now):
-    """Messages from sessions waiting for `recipient` through relaybay: not delivered, not
+def waiting_for(recipient_id, now):
+    """Messages from sessions waiting for the recipient through relaybay: not delivered, not
     read, not decided against (denied or expired). Comments are another table: they never
     count; Claude Code delivers native messages itself."""
     live = Q(state=SessionMessage.State.SENT) | Q(state=SessionMessage.State.HELD, held_until__gt=now)
-    return SessionMessage.objects.filter(live, recipient=recipient, delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP)
+    return SessionMessage.objects.filter(live, recipient_id=recipient_id, delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP)
+
+
+@compiled(settings=("RELAYBAY_UNREAD_CAP",))
+def _waiting_up_to_cap(recipient_id: int, now: datetime):
+    return waiting_for(recipient_id, now).values_list("pk", flat=True)[: settings.RELAYBAY_UNREAD_CAP]
 
 
 @dataclass
@@ -108,7 +125,7 @@ def inbound_verdict(recipient, now):
             ErrorCode.INBOUND_REFUSED,
         )
     cap = settings.RELAYBAY_UNREAD_CAP
-    if waiting_for(recipient, now)[:cap].count() >= cap:
+    if len(_waiting_up_to_cap(recipient.pk, now)) >= cap:
         return Verdict(
             None,
             f"{name} already has {cap} messages from sessions waiting undelivered, the limit. Nothing was sent. "

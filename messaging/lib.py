@@ -1,12 +1,14 @@
 """Reads and formatting for messages: normalising and quoting bodies, frames, marks."""
 
+import functools
 import json
 import re
 
 from django.utils import timezone
 
+from relaybay.compiled import Compiled
 from sessions_app.hooks.native import RELAYBAY_MESSAGE
-from sessions_app.lib import WAKE_CAP_WAIT, Arrival, arrival, why_not_deliverable
+from sessions_app.lib import NOT_DELIVERABLE, WAKE_CAP_WAIT, Arrival, arrival
 
 BODY_MAX = 4000
 _LINE_SEPARATORS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c]")
@@ -103,9 +105,10 @@ def message_status(message, now=None):
         return "delivered"
     if mark == "read":
         return "read before delivery"
-    if arrival(message.recipient) == Arrival.CAPPED:
+    when = arrival(message.recipient)
+    if when == Arrival.CAPPED:
         return "not delivered yet: " + WAKE_CAP_WAIT
-    return "not delivered yet: " + (why_not_deliverable(message.recipient) or "waiting for its next hook.")
+    return "not delivered yet: " + (NOT_DELIVERABLE.get(when) or "waiting for its next hook.")
 
 
 def _addressing(message):
@@ -159,28 +162,50 @@ def native_summary(message):
 
 def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
     """A page of `row`'s messages, newest first, each with what message_summary reads."""
+    task_id = task.pk if task is not None else None
+    if box == "all":
+        # Each side walks its own index; one OR of the two would walk every id downwards.
+        ids = [m.pk for side in ("inbox", "sent") for m in _page(side, unread_only, task is not None, limit)(row.pk, task_id or 0)]
+        found = sorted(_page("all", unread_only, task is not None, limit)(ids), key=lambda m: -m.pk)[:limit] if ids else []
+    else:
+        found = _page(box, unread_only, task is not None, limit)(row.pk, task_id or 0)
+    _attach_tasks(found)
+    _attach_recipients(found, known=row)
+    return found
+
+
+@functools.cache
+def _page(box, unread_only, by_task, limit):
+    """The page query of one shape, compiled once (relaybay/compiled.py): a session's list is
+    asked on every messages_list call, and building it cost more than answering it. For
+    box="all" it takes the ids the inbox and sent pages found (ORM: their number varies)."""
     from .models import SessionMessage
 
-    def page(**whose):
+    if box == "all":
+        return lambda ids: list(SessionMessage.objects.filter(pk__in=ids))
+
+    def page(row_id, task_id):
+        whose = {"recipient_id": row_id} if box == "inbox" else {"sender_id": row_id}
         messages = SessionMessage.objects.filter(**whose)
         if unread_only:
             # Native messages have no read mark: Claude Code delivers them, relaybay watches.
             messages = messages.filter(read_at=None, channel=SessionMessage.Channel.MCP)
-        if task is not None:
-            messages = messages.filter(task=task)
-        return messages.order_by("-id")
+        if by_task:
+            messages = messages.filter(task_id=task_id)
+        return messages.order_by("-id")[:limit]
 
-    if box == "inbox":
-        found = page(recipient=row)
-    elif box == "sent":
-        found = page(sender=row)
-    else:
-        # Each side walks its own index; one OR of the two would walk every id downwards.
-        ids = [*page(recipient=row).values_list("id", flat=True)[:limit], *page(sender=row).values_list("id", flat=True)[:limit]]
-        found = SessionMessage.objects.filter(pk__in=ids).order_by("-id")
-    found = list(found.select_related("task")[:limit])
-    _attach_recipients(found, known=row)
-    return found
+    return Compiled(page, kinds=(int, int))
+
+
+def _attach_tasks(messages):
+    """Each message's task row, in one query for the page (what select_related would join)."""
+    from sessions_app.models import Task
+
+    wanted = {m.task_id for m in messages if m.task_id}
+    tasks = Task.objects.in_bulk(wanted) if wanted else {}
+    for message in messages:
+        if message.task_id:
+            message.task = tasks[message.task_id]
 
 
 def _attach_recipients(messages, *, known):

@@ -9,6 +9,7 @@ from django.db import connection
 from django.db.models import Prefetch, Q
 
 from relaybay import guidance
+from relaybay.compiled import compiled
 from relaybay.errors import InvalidInput
 from relaybay.inputs import check_identifier, is_identifier_text, parse_id
 
@@ -53,7 +54,41 @@ def hook_session_of_process(proof):
     `proof` with (it moves to the new id after /clear or /resume), or None."""
     if not proof:
         return None
-    return HookLink.objects.filter(process_proof=proof).values_list("hook_session", flat=True).first()
+    return _process_hook_session.first(proof)
+
+
+@compiled
+def _process_hook_session(proof: str):
+    return HookLink.objects.filter(process_proof=proof).order_by("pk").values_list("hook_session", flat=True)[:1]
+
+
+@compiled
+def _link_by_hook_id(hook_session: str):
+    return HookLink.objects.filter(hook_session=hook_session)
+
+
+@compiled
+def _row_by_pk(pk: int):
+    return Session.objects.filter(pk=pk)
+
+
+def link_of(hook_session):
+    """The hook id's link (hook_session is unique) with its session row, or None: asked on
+    every hook and every verified call, so compiled once (relaybay/compiled.py)."""
+    link = _link_by_hook_id.first(hook_session) if hook_session else None
+    if link is not None:
+        HookLink.session.field.set_cached_value(link, _row_by_pk.first(link.session_id))
+    return link
+
+
+@compiled
+def _live_exact_links(session_id: int):
+    return HookLink.objects.live().filter(session_id=session_id, exact=True).order_by("pk")[:1]
+
+
+def live_exact_link(row):
+    """The row's live exact link (a row has one at most), or None."""
+    return _live_exact_links.first(row.pk)
 
 
 def serialize_on(*key):
@@ -68,7 +103,8 @@ def serialize_on(*key):
 
 
 def find_sessions(name):
-    """Every row that goes by `name` (docs/rules.md §1.1, §4.9). Never creates a row.
+    """Every row that goes by `name` (docs/rules.md §1.1, §4.9), with its links loaded as
+    current_link reads them. Never creates a row.
 
     Claude Code's native name and messaging socket (`uds:/…/<pid>.sock` or the bare path)
     count while their link is live: both are the process's, and once it exits another
@@ -76,16 +112,43 @@ def find_sessions(name):
     name = (name or "").strip()
     if not name or not is_identifier_text(name):
         return []
-    match = Q(name_keys__contains="\n" + fold_name(name) + "\n") | Q(desktop_id=name)
-    match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
-    live = HookLink.objects.live()
-    match |= Q(pk__in=live.filter(native_name_key=fold_name(name)).values("session_id"))
-    if name.startswith(("uds:", "/")):
-        match |= Q(pk__in=live.filter(native_socket=socket_path(name)).values("session_id"))
+    socket = socket_path(name) if name.startswith(("uds:", "/")) else ""
     handle = HANDLE_RE.match(name)
-    if handle and parse_id(handle.group(1)):
-        match |= Q(pk=parse_id(handle.group(1)))
-    return list(sessions_with_links().filter(match))
+    pk = (parse_id(handle.group(1)) or 0) if handle else 0
+    rows = _rows_going_by(name, fold_name(name), socket, pk)
+    for row in rows:
+        with_links(row)
+    return rows
+
+
+@compiled
+def _rows_going_by(name: str, key: str, socket: str, pk: int):
+    """The rows find_sessions finds: its name keys, desktop id, a hook id, a live native name
+    or socket (none when `socket` is ''), or its S-<id> handle (none when `pk` is 0)."""
+    live = HookLink.objects.live()
+    match = Q(name_keys__contains="\n" + key + "\n") | Q(desktop_id=name)
+    match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
+    match |= Q(pk__in=live.filter(native_name_key=key).values("session_id"))
+    match |= Q(pk__in=live.filter(native_socket=socket).exclude(native_socket="").values("session_id"))
+    match |= Q(pk=pk)
+    return Session.objects.filter(match)
+
+
+@compiled
+def _links_newest_first(session_id: int):
+    return HookLink.objects.filter(session_id=session_id).order_by("-id")
+
+
+def with_links(row):
+    """`row` with its links loaded newest first, as sessions_with_links loads them for a
+    list (a statement compiled once, for the one or two rows a name or a call gives)."""
+    links = _links_newest_first(row.pk)
+    for link in links:
+        HookLink.session.field.set_cached_value(link, row)
+    loaded = row.links.all()
+    loaded._result_cache, loaded._prefetch_done = links, True
+    row._prefetched_objects_cache = {"links": loaded}
+    return row
 
 
 def sessions_with_links():

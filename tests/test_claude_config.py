@@ -199,8 +199,8 @@ async def test_both_printed_mcp_entries_answer_through_the_sdk_client(live_relay
             await session.initialize()
             over_stdio = await session.call_tool("sessions_list", {"live_only": True})
     assert not over_http.is_error and not over_stdio.is_error
-    assert over_http.structured_content == over_stdio.structured_content
-    assert "Printed MCP" in [row["name"] for row in over_http.structured_content["sessions"]]
+    assert over_http.content == over_stdio.content
+    assert "Printed MCP" in [row["name"] for row in json.loads(over_http.content[0].text)["sessions"]]
 
 
 def test_a_wait_that_is_not_positive_is_refused():

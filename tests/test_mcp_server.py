@@ -66,14 +66,17 @@ async def stdio_session(live, tmp_path, *, claude_session=None, url=None, token=
 
 
 def answer(result):
-    """A successful tool result: the API's JSON, as structured content and as the text block."""
+    """A successful tool result: the API's JSON, once, as one text block written compactly
+    (no indentation for the model to read as tokens; no second, structured copy)."""
     assert not result.is_error, result.content[0].text
-    assert json.loads(result.content[0].text) == result.structured_content
-    return result.structured_content
+    assert len(result.content) == 1 and result.structured_content is None
+    text = result.content[0].text
+    assert text == json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
+    return json.loads(text)
 
 
 def error_text(result):
-    assert result.is_error, result.structured_content
+    assert result.is_error, result.content[0].text
     return result.content[0].text
 
 

@@ -15,8 +15,9 @@ This module must not import Django: the stdio server runs without it.
 import inspect
 from typing import Annotated, Any, Literal
 
+import pydantic_core
 from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from relaybay import guidance
@@ -61,6 +62,13 @@ PROVEN = {"message_send": False, "message_broadcast": False, "message_ack": Fals
 READS = frozenset({"messages_list", "sessions_list"})
 
 
+def result(answer):
+    """A tool's answer: the JSON object as structured content, and as text written compactly.
+    The SDK's default text is the object indented by two spaces: a quarter of a 20-message
+    list's bytes was indentation, which the model reads as tokens and every call carries."""
+    return CallToolResult(content=[TextContent(type="text", text=pydantic_core.to_json(answer).decode())])
+
+
 def present(**fields):
     return {key: value for key, value in fields.items() if value is not None}
 
@@ -71,7 +79,7 @@ def build_server(backend):
 
     def tool(annotations):
         def register(fn):
-            server.add_tool(fn, description=inspect.cleandoc(fn.__doc__), annotations=annotations)
+            server.add_tool(fn, description=inspect.cleandoc(fn.__doc__), annotations=annotations, structured_output=False)
             return fn
 
         return register
@@ -116,7 +124,7 @@ def build_server(backend):
             session_title=session_title,
             hook_session=hook_session,
         )
-        return await backend.call("message_send", fields, ctx)
+        return result(await backend.call("message_send", fields, ctx))
 
     @tool(WRITE)
     async def message_broadcast(
@@ -154,7 +162,7 @@ def build_server(backend):
             session_title=session_title,
             hook_session=hook_session,
         )
-        return await backend.call("message_broadcast", fields, ctx)
+        return result(await backend.call("message_broadcast", fields, ctx))
 
     @tool(READ)
     async def messages_list(
@@ -174,7 +182,7 @@ def build_server(backend):
         it grants nothing. Use the ids with message_send(in_reply_to=...) and message_ack(message_id=...).
         """
         fields = present(session=session, box=box, unread_only=unread_only, limit=limit, task=None if task is None else str(task))
-        return await backend.call("messages_list", fields, ctx)
+        return result(await backend.call("messages_list", fields, ctx))
 
     @tool(MARK)
     async def message_ack(
@@ -193,7 +201,7 @@ def build_server(backend):
         link needs it. Replying with message_send(in_reply_to=...) already marks the parent read.
         """
         fields = present(message_id=message_id, session=session, session_title=session_title, hook_session=hook_session)
-        return await backend.call("message_ack", fields, ctx)
+        return result(await backend.call("message_ack", fields, ctx))
 
     @tool(MARK)
     async def session_link(
@@ -208,7 +216,7 @@ def build_server(backend):
         that kept your old name. A message_send or message_ack with your name does the same on the way.
         """
         fields = present(hook_session=hook_session, session=session, session_title=session_title)
-        return await backend.call("session_link", fields, ctx)
+        return result(await backend.call("session_link", fields, ctx))
 
     @tool(READ)
     async def sessions_list(
@@ -220,6 +228,6 @@ def build_server(backend):
         """Who can be addressed: each session's S-<id> handle, names, kind, folder, task, link state, and
         whether mail reaches it now (`reachable_now`, with `why_not` when it does not)."""
         fields = present(task=None if task is None else str(task), folder=folder, live_only=live_only)
-        return await backend.call("sessions_list", fields, ctx)
+        return result(await backend.call("sessions_list", fields, ctx))
 
     return server

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from relaybay.compiled import Statement
 from relaybay.events import ping
 
 from .. import lib as session_lib
@@ -135,35 +136,12 @@ def answer_size(kind, item, block):
     return len(Delivery([(kind, item, block)]).text())
 
 
-# A session id no row has, standing for the one asked about in the compiled SQL.
-_SESSION_MARK = -(2**31) + 7
-
-
-def _literal(value):
-    """A constant of a kind's definition (a channel, a flag) as an SQL literal, quoted by the
-    database itself. Compiled into the statement so that the session id is its only
-    parameter: SQLite plans a statement again on every call when a bound value meets a
-    partial index's condition, which tripled the cost of this query."""
-    quote = "quote" if connection.vendor == "sqlite" else "quote_literal"
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {quote}(%s)", [value])
-        return cursor.fetchone()[0].replace("%", "%%")
-
-
 @functools.cache
 def _pending_sql(registered, vendor):
     """One statement asking each kind whether anything waits, compiled from the kinds' own
-    `waiting` querysets: the same definition as the ORM's. Returns the SQL and how many
-    times it takes the session id."""
-    parts = []
-    for kind in registered:
-        query = kind.waiting(_SESSION_MARK).order_by().values("pk")[:1].query
-        sql, params = query.get_compiler(connection=connection).as_sql()
-        pieces = sql.split("%s")
-        written = [pieces[0]]
-        for param, piece in zip(params, pieces[1:]):
-            written += ["%s" if param == _SESSION_MARK else _literal(param), piece]
-        parts.append(f"EXISTS({''.join(written)})")
+    `waiting` querysets (relaybay/compiled.py): the same definition as the ORM's, with the
+    session id its only parameter. Returns the SQL and how many times it takes the id."""
+    parts = [f"EXISTS({Statement(lambda session_id: kind.waiting(session_id).order_by().values('pk')[:1], (int,)).sql})" for kind in registered]
     sql = "SELECT " + ", ".join(parts)
     return sql, sql.count("%s")
 

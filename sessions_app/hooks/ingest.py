@@ -1,6 +1,5 @@
 """Hook ingestion: record the event, keep the link's state, answer with deliveries (docs/rules.md §2.1)."""
 
-import functools
 import json
 from datetime import timedelta
 
@@ -213,18 +212,6 @@ def _name_from_terminal(hook_session, link, name, payload, now):
         return link, f"RELAYBAY_SESSION was not used: {error.message}"
 
 
-@functools.cache
-def _link_sql():
-    meta = HookLink._meta
-    return f"SELECT * FROM {meta.db_table} WHERE {meta.get_field('hook_session').column} = %s"
-
-
-def _find_link(hook_session):
-    """The hook id's link (hook_session is unique): `HookLink.objects.filter(hook_session=…)`,
-    written as SQL since building that query cost more than running it, on every hook."""
-    return next(iter(HookLink.objects.raw(_link_sql(), [hook_session])), None)
-
-
 def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
     """Record one hook event and return the answer JSON for Claude Code. `process` is the
     proof of the Claude Code process that ran the hook (lib.process_proof), when it sent one."""
@@ -233,11 +220,11 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
     hook_session = payload["session_id"]
     now = timezone.now()
     with transaction.atomic():
-        link = _find_link(hook_session)
+        link = lib.link_of(hook_session)
         if link is None:
             # The first events of a hook id may arrive at two processes at once: one links it.
             lib.serialize_on("hook", hook_session)
-            link = _find_link(hook_session)
+            link = lib.link_of(hook_session)
         note = ""
         if event_name == "SessionStart" and payload.get("relaybay_session"):
             # Named before the event revives the link: a resumed id whose exact link has

@@ -1,0 +1,119 @@
+"""relaybay/compiled.py: a queryset compiled once answers as the ORM does, and a compiled
+INSERT writes the row Model.save() writes. Runs on both configurations (SQLite here,
+PostgreSQL in the scale-out pass), as every send and hook runs these statements."""
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext, override_settings
+from django.utils import timezone
+
+from messaging import fleet
+from messaging.models import Dispatch, SessionMessage
+from relaybay.compiled import Compiled, compiled, insert
+from sessions_app import lib
+from sessions_app.models import Event, HookLink, Session
+
+pytestmark = pytest.mark.django_db
+
+
+def rows(queryset):
+    return [(type(row), row.pk, {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields}) for row in queryset]
+
+
+@pytest.fixture
+def two_sessions():
+    alpha = Session.objects.create(title="Alpha 100%_done", aliases=["al"])
+    beta = Session.objects.create(title="Beta")
+    HookLink.objects.create(hook_session="hook-alpha", session=alpha, exact=True, state=HookLink.State.IDLE, process_proof="a" * 64)
+    HookLink.objects.create(hook_session="hook-beta", session=beta, exact=False, state=HookLink.State.ENDED)
+    return alpha, beta
+
+
+def test_model_rows_come_back_as_the_orm_gives_them_converters_included(two_sessions):
+    alpha, _ = two_sessions
+
+    @compiled
+    def links_of(session_id: int):
+        return HookLink.objects.filter(session_id=session_id).order_by("-id")
+
+    assert rows(links_of(alpha.pk)) == rows(HookLink.objects.filter(session_id=alpha.pk).order_by("-id"))
+    link = links_of(alpha.pk)[0]
+    assert link.exact is True and link.created_at.tzinfo is not None and link._state.adding is False
+
+
+def test_a_like_mark_is_escaped_as_the_orm_escapes_it(two_sessions):
+    alpha, beta = two_sessions
+    # "%" and "_" in a name are letters, not wildcards: only Alpha's key holds them.
+    assert lib.find_sessions("Alpha 100%_done") == [alpha]
+    assert lib.find_sessions("Alpha 1000xdone") == []
+    assert lib.find_sessions("al") == [alpha]
+    assert lib.find_sessions(f"S-{beta.pk}") == [beta]
+    assert lib.find_sessions("hook-beta") == [beta]
+
+
+def test_find_sessions_loads_each_rows_links_newest_first_without_another_query(two_sessions):
+    alpha, _ = two_sessions
+    HookLink.objects.create(hook_session="hook-alpha-2", session=alpha, exact=False, state=HookLink.State.ENDED)
+    (row,) = lib.find_sessions("Alpha 100%_done")
+    with CaptureQueriesContext(connection) as queries:
+        assert [link.hook_session for link in row.links.all()] == ["hook-alpha-2", "hook-alpha"]
+        assert lib.current_link(row).hook_session == "hook-alpha"
+        assert all(link.session is row for link in row.links.all())
+    assert len(queries) == 0
+    # A filter on the loaded links still asks the database, for this row only.
+    assert [link.hook_session for link in row.links.filter(exact=True)] == ["hook-alpha"]
+
+
+def test_datetime_marks_and_flat_values(two_sessions):
+    alpha, _ = two_sessions
+    now = timezone.now()
+    for minutes in (0, 2):
+        Dispatch.objects.create(sender=alpha, kind=Dispatch.Kind.SEND, created_at=now - timedelta(minutes=minutes))
+
+    @compiled
+    def since(sender_id: int, moment: datetime):
+        return Dispatch.objects.filter(sender_id=sender_id, created_at__gt=moment).order_by("created_at").values_list("created_at", flat=True)
+
+    window = now - timedelta(minutes=1)
+    assert since(alpha.pk, window) == list(Dispatch.objects.filter(sender=alpha, created_at__gt=window).values_list("created_at", flat=True))
+    assert len(since(alpha.pk, now - timedelta(minutes=5))) == 2
+
+
+def test_a_setting_the_build_reads_keys_its_statement(two_sessions):
+    alpha, _ = two_sessions
+    now = timezone.now()
+    for i in range(3):
+        Dispatch.objects.create(sender=alpha, kind=Dispatch.Kind.SEND, created_at=now - timedelta(seconds=i))
+    with override_settings(RELAYBAY_SENDS_PER_MINUTE=2):
+        assert len(fleet._slots_taken(alpha.pk, now - timedelta(minutes=1))) == 2
+    with override_settings(RELAYBAY_SENDS_PER_MINUTE=10):
+        taken = fleet._slots_taken(alpha.pk, now - timedelta(minutes=1))
+    assert taken == sorted(taken) and len(taken) == 3 and all(moment.tzinfo is not None for moment in taken)
+    assert fleet._slots_taken(alpha.pk, now) == []
+
+
+def test_constants_are_compiled_in_and_only_marks_are_parameters():
+    statement = Compiled(lambda session_id: HookLink.objects.live().filter(session_id=session_id), kinds=(int,)).statement()
+    assert statement.sql.count("%s") == 1 and "'busy'" in statement.sql and "'idle'" in statement.sql
+
+
+def test_insert_writes_what_save_writes(two_sessions):
+    alpha, beta = two_sessions
+    saved = Event.objects.create(name="x.saved", session=alpha, data={"a": [1, "é"]})
+    inserted = insert(Event(name="x.inserted", session=alpha, data={"a": [1, "é"]}))
+    assert inserted.pk and inserted._state.adding is False and inserted.created_at is not None
+    again = Event.objects.get(pk=inserted.pk)
+    assert (again.session_id, again.data, again.replay, again.hook_session) == (saved.session_id, saved.data, saved.replay, saved.hook_session)
+    message = insert(SessionMessage(sender=alpha, sender_name="Alpha", recipient=beta, recipient_name="Beta", body="hi"))
+    read = SessionMessage.objects.get(pk=message.pk)
+    assert (read.sender_id, read.recipient_id, read.body, read.state, read.channel, read.sender_verified) == (
+        alpha.pk, beta.pk, "hi", "sent", "mcp", False,
+    )  # fmt: skip
+    assert abs(read.created_at - message.created_at) < timedelta(seconds=1)
+
+
+def test_insert_refuses_a_model_that_saves_in_its_own_way():
+    with pytest.raises(TypeError, match="saves in its own way"):
+        insert(Session(title="x"))
