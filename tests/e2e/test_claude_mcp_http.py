@@ -112,6 +112,9 @@ def test_the_five_tools_work_over_http_and_a_send_is_verified_by_the_process_pro
     assert (sent["sender"], sent["sender_verified"], sent["to"]) == (alpha, True, beta)
     listed = mcp_answer(model, LIST)
     assert listed["messages"][0]["body"] == json.dumps("from alpha over http (http-5150)")
+    # What the model reads is the answer once, as compact JSON: no indentation to pay tokens for.
+    [raw_list] = results(model, LIST)
+    assert raw_list == json.dumps(listed, ensure_ascii=False, separators=(",", ":"))
     linked = mcp_answer(model, LINK)
     assert (linked["hook_session"], linked["exact"]) == (result["session_id"], True)
     acked = mcp_answer(model, ACK)
