@@ -1,11 +1,11 @@
 """Querysets whose SQL is built once: for the reads every hook and every tool call makes.
 
 Building a query with the ORM (cloning, resolving lookups, compiling) costs several times
-what SQLite or PostgreSQL take to answer a lookup by key: on this project's machines, about
-1 ms against 0.1 ms for `HookLink.objects.filter(hook_session=…)` (docs/benchmarks.md,
-"Queries compiled once"). The queries on the hot paths (the hook's pending check, the
-send's lookups and fleet checks, a name's rows) are therefore written as ordinary querysets
-and compiled once per database vendor:
+what SQLite or PostgreSQL take to answer a lookup by key: the statements compiled with this
+module cost 1.9 to 10.7 times as much built per call on SQLite, 1.5 to 4.8 times on PostgreSQL
+(bench/compiled_queries.py; docs/mcp.md, "What the calls cost"). The queries on the hot
+paths (the hook's pending check, the send's lookups and fleet checks, a name's rows, a page
+of messages) are therefore written as ordinary querysets and compiled once per vendor:
 
     @compiled
     def process_links(proof: str):
@@ -21,6 +21,8 @@ a statement with a partial index's condition once, not on every call. A `…__co
 stands for the value escaped as the ORM escapes it for LIKE. The queryset must select one
 model's own fields (no select_related, annotations or deferred fields) or be a values_list;
 a call returns model instances or tuples.
+
+`insert(obj)` is the same for writing a new row: the model's INSERT built once.
 """
 
 import functools

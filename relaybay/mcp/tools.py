@@ -63,9 +63,10 @@ READS = frozenset({"messages_list", "sessions_list"})
 
 
 def result(answer):
-    """A tool's answer: the JSON object as structured content, and as text written compactly.
-    The SDK's default text is the object indented by two spaces: a quarter of a 20-message
-    list's bytes was indentation, which the model reads as tokens and every call carries."""
+    """A tool's answer: the JSON object once, as one text block written compactly. The SDK's
+    default sends it twice, indented by two spaces as text (a quarter of a 20-message list's
+    characters were indentation, which the model reads as tokens) and again as structured
+    content under an output schema that said only "an object" (docs/mcp.md)."""
     return CallToolResult(content=[TextContent(type="text", text=pydantic_core.to_json(answer).decode())])
 
 
