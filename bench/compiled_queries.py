@@ -11,7 +11,6 @@ Prints medians and ratios; asserts nothing.
 """
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.harness import Backend, hook_payload, throwaway_dir, write_json  # noqa: E402
+from bench.harness import django_in_process, hook_payload, throwaway_dir, write_json  # noqa: E402
 
 SESSIONS = 100
 MESSAGES = 2000
@@ -36,16 +35,7 @@ def median_us(fn, runs):
 
 
 def run(backend_kind, runs, data_dir):
-    backend = Backend(backend_kind, pg_name="relaybay_bench_compiled")
-    os.environ.update({"RELAYBAY_DATA": str(data_dir), "RELAYBAY_TOKEN": "bench", "DJANGO_SETTINGS_MODULE": "relaybay.settings", **backend.env()})
-    for key in ("DATABASE_URL", "REDIS_URL"):
-        if key not in backend.env():
-            os.environ.pop(key, None)
-    backend.prepare()
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    backend = django_in_process(backend_kind, data_dir, "relaybay_bench_compiled")
     from django.db import transaction
     from django.db.models import Prefetch, Q
     from django.utils import timezone
@@ -59,7 +49,6 @@ def run(backend_kind, runs, data_dir):
     from sessions_app.hooks.native import socket_path
     from sessions_app.models import Event, HookLink, Session, fold_name
 
-    call_command("migrate", verbosity=0)
     for i in range(SESSIONS):
         ingest_hook(hook_payload("SessionStart", f"hook-{i}", source="startup", relaybay_session=f"session-{i}"), process=f"{i:064x}")
     rows = {row.title: row for row in Session.objects.all()}
@@ -84,7 +73,7 @@ def run(backend_kind, runs, data_dir):
     cases = {
         "the hook id's link (every hook, every verified call)": (
             lambda: HookLink.objects.select_related("session").filter(hook_session="hook-7").first(),
-            lambda: lib.link_of("hook-7"),
+            lambda: lib.link_of("hook-7", with_session=True),
         ),
         "the process proof's hook id (every http tool call)": (
             lambda: HookLink.objects.filter(process_proof=f"{7:064x}").values_list("hook_session", flat=True).first(),
@@ -135,6 +124,7 @@ def run(backend_kind, runs, data_dir):
             with transaction.atomic():
                 results[name][0].append(median_us(orm, runs // 4))
                 results[name][1].append(median_us(compiled, runs // 4))
+    backend.cleanup()
     return {name: {"orm_us": statistics.median(a), "compiled_us": statistics.median(b)} for name, (a, b) in results.items()}
 
 

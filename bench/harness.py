@@ -247,6 +247,24 @@ class Server(devserver.Server):
         )
 
 
+def django_in_process(backend_kind, data_dir, pg_name):
+    """Django set up in this process on a throwaway data folder (or PostgreSQL database),
+    migrated: for the benchmarks that call relaybay's code directly, without HTTP."""
+    backend = Backend(backend_kind, pg_name=pg_name)
+    os.environ.update({"RELAYBAY_DATA": str(data_dir), "RELAYBAY_TOKEN": "bench", "DJANGO_SETTINGS_MODULE": "relaybay.settings", **backend.env()})
+    for key in ("DATABASE_URL", "REDIS_URL"):
+        if key not in backend.env():
+            os.environ.pop(key, None)
+    backend.prepare()
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return backend
+
+
 @contextlib.contextmanager
 def throwaway_dir(prefix):
     with tempfile.TemporaryDirectory(prefix=f"relaybay-bench-{prefix}-") as tmp:

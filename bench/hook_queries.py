@@ -13,7 +13,6 @@ asserts nothing.
 
 import argparse
 import json
-import os
 import re
 import statistics
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.harness import Backend, hook_payload, throwaway_dir, write_json  # noqa: E402
+from bench.harness import django_in_process, hook_payload, throwaway_dir, write_json  # noqa: E402
 
 
 def shape(sql):
@@ -37,16 +36,7 @@ def med(values):
 
 
 def run(backend_kind, runs, data_dir):
-    backend = Backend(backend_kind, pg_name="relaybay_bench_queries")
-    os.environ.update({"RELAYBAY_DATA": str(data_dir), "RELAYBAY_TOKEN": "bench", "DJANGO_SETTINGS_MODULE": "relaybay.settings", **backend.env()})
-    for key in ("DATABASE_URL", "REDIS_URL"):
-        if key not in backend.env():
-            os.environ.pop(key, None)
-    backend.prepare()
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    backend = django_in_process(backend_kind, data_dir, "relaybay_bench_queries")
     from django.db import connection
 
     from sessions_app.hooks.ingest import ingest_hook
@@ -54,7 +44,6 @@ def run(backend_kind, runs, data_dir):
 
     from sessions_app.models import Event
 
-    call_command("migrate", verbosity=0)
     hook = "bench-queries-0001"
     ingest_hook(hook_payload("SessionStart", hook, source="startup", relaybay_session="quiet"))
     ingest_hook(hook_payload("UserPromptSubmit", hook))

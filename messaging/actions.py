@@ -41,7 +41,7 @@ class Claim:
 def claim_of(*, session=None, session_title=None, hook_session=None, what="session"):
     name = session_lib.check_name(session if session is not None else session_title, what=what)
     hook = (hook_session or "").strip() or None
-    return Claim(name, hook, session_lib.link_of(hook))
+    return Claim(name, hook, session_lib.link_of(hook, with_session=True))
 
 
 @dataclass

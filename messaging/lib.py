@@ -165,8 +165,8 @@ def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
     task_id = task.pk if task is not None else None
     if box == "all":
         # Each side walks its own index; one OR of the two would walk every id downwards.
-        ids = [m.pk for side in ("inbox", "sent") for m in _page(side, unread_only, task is not None, limit)(row.pk, task_id or 0)]
-        found = sorted(_page("all", unread_only, task is not None, limit)(ids), key=lambda m: -m.pk)[:limit] if ids else []
+        sides = {m.pk: m for side in ("inbox", "sent") for m in _page(side, unread_only, task is not None, limit)(row.pk, task_id or 0)}
+        found = sorted(sides.values(), key=lambda m: -m.pk)[:limit]
     else:
         found = _page(box, unread_only, task is not None, limit)(row.pk, task_id or 0)
     _attach_tasks(found)
@@ -176,13 +176,9 @@ def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
 
 @functools.cache
 def _page(box, unread_only, by_task, limit):
-    """The page query of one shape, compiled once (relaybay/compiled.py): a session's list is
-    asked on every messages_list call, and building it cost more than answering it. For
-    box="all" it takes the ids the inbox and sent pages found (ORM: their number varies)."""
+    """The inbox or sent page of one shape, compiled once (relaybay/compiled.py): every
+    messages_list call asks for one, and building it cost more than answering it."""
     from .models import SessionMessage
-
-    if box == "all":
-        return lambda ids: list(SessionMessage.objects.filter(pk__in=ids))
 
     def page(row_id, task_id):
         whose = {"recipient_id": row_id} if box == "inbox" else {"sender_id": row_id}

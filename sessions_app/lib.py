@@ -72,11 +72,11 @@ def _row_by_pk(pk: int):
     return Session.objects.filter(pk=pk)
 
 
-def link_of(hook_session):
-    """The hook id's link (hook_session is unique) with its session row, or None: asked on
-    every hook and every verified call, so compiled once (relaybay/compiled.py)."""
+def link_of(hook_session, *, with_session=False):
+    """The hook id's link (hook_session is unique), or None; `with_session` loads its row too.
+    Asked on every hook and every verified call, so compiled once (relaybay/compiled.py)."""
     link = _link_by_hook_id.first(hook_session) if hook_session else None
-    if link is not None:
+    if link is not None and with_session:
         HookLink.session.field.set_cached_value(link, _row_by_pk.first(link.session_id))
     return link
 
