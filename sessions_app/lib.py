@@ -134,9 +134,14 @@ def _rows_going_by(name: str, key: str, socket: str, pk: int):
     return Session.objects.filter(match)
 
 
+# How a row's links are loaded, for a list (sessions_with_links) or a name's rows (with_links):
+# newest first, the order current_link reads them in.
+LINKS_NEWEST_FIRST = HookLink.objects.order_by("-id")
+
+
 @compiled
 def _links_newest_first(session_id: int):
-    return HookLink.objects.filter(session_id=session_id).order_by("-id")
+    return LINKS_NEWEST_FIRST.filter(session_id=session_id)
 
 
 def with_links(row):
@@ -154,7 +159,7 @@ def with_links(row):
 def sessions_with_links():
     """Rows with their task and their links loaded, the links newest first as current_link
     reads them: what lists of rows show without a query per row."""
-    return Session.objects.select_related("task").prefetch_related(Prefetch("links", HookLink.objects.order_by("-id")))
+    return Session.objects.select_related("task").prefetch_related(Prefetch("links", LINKS_NEWEST_FIRST))
 
 
 def current_link(session):
