@@ -1,7 +1,7 @@
 """What a write leaves behind besides its rows: the feed row of what happened, and the wake-up
 of a session whose wake-up hook waits. The refresh pings themselves are relaybay.events'."""
 
-from relaybay.compiled import insert
+from relaybay.compiled import compiled, insert
 from relaybay.events import send_to_group, wake_waiters
 
 from .models import Event, HookLink
@@ -24,7 +24,12 @@ def record_event(name, *, session=None, session_id=None, hook_session="", data=N
 
 def wake_session(session, send=send_to_group):
     """Something arrived for `session`: wake its wake-up hooks that wait (an idle exact link
-    with a current waiter), once the write commits. `send`: relaybay.events'. The row's links
-    as loaded in the caller's transaction (find_sessions loads them) serve, or are read now."""
-    waiting = [link.hook_session for link in session.links.all() if link.exact and link.state == HookLink.State.IDLE and link.waiter]
-    wake_waiters(waiting, send=send)
+    with a current waiter), once the write commits. `send`: relaybay.events'. Asked after the
+    write, not from links loaded earlier: a waiter that registered in between is woken too."""
+    wake_waiters(_waiting_hooks(session.pk), send=send)
+
+
+@compiled
+def _waiting_hooks(session_id: int):
+    waiting = HookLink.objects.filter(session_id=session_id, exact=True, state=HookLink.State.IDLE).exclude(waiter="")
+    return waiting.values_list("hook_session", flat=True)
