@@ -5,7 +5,7 @@ import os
 import playwright.sync_api as playwright
 import pytest
 
-from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, LAPTOP, log_in
+from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, LAPTOP, board_with_alpha_and_beta, log_in, stop_board
 
 from tests.e2e.claude_cli import parse_result, run_claude
 from tests.e2e.model_server import ModelServer
@@ -40,6 +40,15 @@ def claude(model, project, home):
         return parse_result(completed)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """The board a browser module drives: relaybay with two sessions, alpha and beta. A module
+    that needs another server defines its own `live`."""
+    server = board_with_alpha_and_beta(tmp_path_factory.mktemp("board"))
+    yield server
+    stop_board(server)
 
 
 @pytest.fixture(scope="module")

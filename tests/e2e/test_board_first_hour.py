@@ -9,18 +9,11 @@ import re
 import playwright.sync_api as playwright
 import pytest
 
-from tests.e2e.board_server import LAPTOP, OWNER, board_with_alpha_and_beta, log_in, shot, start_board, stop_board
+from tests.e2e.board_server import LAPTOP, OWNER, log_in, shot, start_board, stop_board
 
 expect = playwright.expect
 
 LIVE_TIMEOUT = 5000
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    server = board_with_alpha_and_beta(tmp_path_factory.mktemp("board"))
-    yield server
-    stop_board(server)
 
 
 def box(locator):

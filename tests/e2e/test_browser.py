@@ -8,20 +8,13 @@ import re
 import playwright.sync_api as playwright
 import pytest
 
-from tests.e2e.board_server import board_with_alpha_and_beta, log_in, shot, start_board, stop_board
+from tests.e2e.board_server import log_in, shot, start_board, stop_board
 from tests.live_server import LiveRelaybay, drop_database, scale_out_env, start_relaybay, stop_relaybay
 
 expect = playwright.expect
 
 LIVE_TIMEOUT = 5000
 
-
-
-@pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    server = board_with_alpha_and_beta(tmp_path_factory.mktemp("board"))
-    yield server
-    stop_board(server)
 
 
 def open_live(page, live, path):
