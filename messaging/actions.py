@@ -41,7 +41,8 @@ class Claim:
 def claim_of(*, session=None, session_title=None, hook_session=None, what="session"):
     name = session_lib.check_name(session if session is not None else session_title, what=what)
     hook = (hook_session or "").strip() or None
-    return Claim(name, hook, session_lib.link_of(hook, with_session=True))
+    # Without a name, the link's row is who calls: loaded with it.
+    return Claim(name, hook, session_lib.link_of(hook, with_session=name is None))
 
 
 @dataclass
@@ -88,7 +89,7 @@ def resolve_sender(claim):
     # The named row is looked up once; a row made for a name that a refusal below rejects is
     # rolled back with the caller's transaction.
     row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
-    if link is not None and link.carries_deliveries and link.session != row:
+    if link is not None and link.carries_deliveries and link.session_id != row.pk:
         raise SenderRefused(
             f'Hook session {hook_session} belongs to another live session, not to "{name}". '
             "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."

@@ -40,6 +40,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from board.routing import websocket_urlpatterns  # noqa: E402
 from relaybay.dbthreads import threads as db_threads  # noqa: E402
+from relaybay.events import send_held  # noqa: E402
 from relaybay.mcp.http import mcp_asgi_app  # noqa: E402
 
 # The API's description and docs page open with the token or the owner's board login, which
@@ -49,9 +50,15 @@ API_PAGES_FOR_THE_OWNER = {"/api/docs", "/api/openapi.json"}
 
 async def serve_api(scope, receive, send):
     """One /api/ request: Django without the middleware chain, its sync code on a database
-    thread (relaybay/dbthreads.py)."""
-    async with db_threads.serving():
-        await api_asgi_app(scope, receive, send)
+    thread (relaybay/dbthreads.py), the board pings and wake-ups of what it committed sent
+    before its answer."""
+    async with db_threads.serving() as held:
+
+        async def answer(message):
+            await send_held(held)
+            await send(message)
+
+        await api_asgi_app(scope, receive, answer)
 
 
 async def http(scope, receive, send):

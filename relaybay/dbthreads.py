@@ -11,8 +11,11 @@ queue in process in arrival order, and on SQLite (persistent connections, settin
 thread keeps its connection from one request to the next. On PostgreSQL the connection goes
 back to the pool at each request's end (Django's own `close_old_connections`).
 
-Async code that is not a Django view (the MCP tools at /mcp) runs its database steps here with
-`threads.run`. RELAYBAY_DB_THREADS threads per daphne process (default: 1 on SQLite, which has
+Async code that is not a Django view (the MCP tools at /mcp, the wake-up long poll) runs its
+database steps here with `threads.run`. Either way the channel-layer sends a step makes after
+its commits (board pings, wake-ups) are held and made on the event loop once the step is back,
+before the answer goes out (relaybay/events.py): measured in docs/mcp.md, the thread handing
+each send to the loop and waiting for it cost a send over /mcp about a third of a millisecond. RELAYBAY_DB_THREADS threads per daphne process (default: 1 on SQLite, which has
 one writer anyway; 4 on PostgreSQL); a request goes to the thread with the fewest in hand.
 Elsewhere (gunicorn, management commands, the test client) nothing here is used: Django runs
 the same views on the request's own thread.
@@ -24,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
+
+from relaybay.events import holding_sends, send_held
 
 
 class DatabaseThreads:
@@ -47,16 +52,24 @@ class DatabaseThreads:
     @contextlib.asynccontextmanager
     async def serving(self):
         """The block's thread-sensitive sync code (Django's sync views and signals) runs on one
-        of the database threads."""
-        with self._least_busy() as executor:
-            async with ThreadSensitiveContext(executor=executor):
-                yield
+        of the database threads. Gives the list its channel-layer sends are held in: make them
+        with `send_held` before answering (relaybay.asgi.serve_api)."""
+        with holding_sends() as held, self._least_busy() as executor:
+            try:
+                async with ThreadSensitiveContext(executor=executor):
+                    yield held
+            finally:
+                await send_held(held)
 
     async def run(self, step, *args):
         """`step(*args)` on one of the threads, giving its connection back after as a request's
-        end would (to the pool on PostgreSQL; a persistent SQLite connection stays)."""
-        with self._least_busy() as executor:
-            return await sync_to_async(_step, thread_sensitive=False, executor=executor)(step, *args)
+        end would (to the pool on PostgreSQL; a persistent SQLite connection stays), then the
+        channel-layer sends it made, on the event loop."""
+        with holding_sends() as held, self._least_busy() as executor:
+            try:
+                return await sync_to_async(_step, thread_sensitive=False, executor=executor)(step, *args)
+            finally:
+                await send_held(held)
 
 
 def _step(step, *args):

@@ -4,8 +4,17 @@
 hook that something arrived; both go through the channel layer after the transaction commits,
 so nobody refetches a row that is not there yet. (The feed rows are sessions_app's:
 sessions_app/events.py.)
+
+In the server, the database work runs on relaybay's database threads (relaybay/dbthreads.py)
+and the channel layer lives on the event loop. A send made on a database thread is held
+(`holding_sends`) and made by the coroutine that awaited that thread, on the loop, as soon as
+the thread's step returns and before the answer goes out (`send_held`): the thread does not
+hand each send over to the loop and wait for it. Elsewhere (the test client, a command's
+own process) the send is made where it is asked for.
 """
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import logging
@@ -30,18 +39,52 @@ RELAYABLE_TYPES = {"board.ping", "wake"}
 log = logging.getLogger("relaybay")
 
 
+_held = contextvars.ContextVar("relaybay_held_sends", default=None)
+
+
 def send_to_group(group, message):
     """Best effort: the write this follows is committed already, so a channel layer that is
     down (Redis stopped) costs a board refresh or a prompt wake-up, logged, never the answer.
-    A waiter still finds its delivery at its poll's last check. In the server, asgiref runs
-    the send on the server's event loop (the layer's home) and this thread waits for it."""
+    A waiter still finds its delivery at its poll's last check. On a database thread in the
+    server the send is held for the event loop (`holding_sends`)."""
     layer = get_channel_layer()
     if layer is None:
+        return
+    held = _held.get()
+    if held is not None:
+        held.append((group, message))
         return
     try:
         async_to_sync(layer.group_send)(group, message)
     except Exception as error:  # noqa: BLE001 - redis.ConnectionError, OSError, timeouts...
-        log.warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, error)
+        _not_taken(group, message, error)
+
+
+def _not_taken(group, message, error):
+    log.warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, error)
+
+
+@contextlib.contextmanager
+def holding_sends():
+    """Within the block (and the database threads its sync steps run on, which see its
+    context), sends to the channel layer are held in the list it gives, for `send_held`."""
+    held = []
+    token = _held.set(held)
+    try:
+        yield held
+    finally:
+        _held.reset(token)
+
+
+async def send_held(held):
+    """Make the held sends, in the order they were asked for, on the event loop."""
+    layer = get_channel_layer()
+    while held:
+        group, message = held.pop(0)
+        try:
+            await layer.group_send(group, message)
+        except Exception as error:  # noqa: BLE001 - as send_to_group
+            _not_taken(group, message, error)
 
 
 class RelayFailed(Exception):

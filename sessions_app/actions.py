@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from relaybay.compiled import compiled
 from relaybay.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
 from relaybay.events import ping, send_to_group
 from relaybay.inputs import clean_text, is_identifier_text, parse_id
@@ -81,7 +82,7 @@ def link_hook_session(row, hook_session):
     Returns LinkResult(link=None) when the hook id was never seen (nothing moves). Raises
     Refused, writing nothing, when another row's live exact link holds the id.
     """
-    link = HookLink.objects.select_for_update().select_related("session").filter(hook_session=hook_session).first()
+    link = _link_to_move.first(hook_session)
     if link is None:
         return LinkResult(None, moved=False)
     if link.session_id == row.pk:
@@ -127,6 +128,14 @@ def link_hook_session(row, hook_session):
         ping("sessions")
         link.session = row
     return LinkResult(link, moved=moved)
+
+
+@compiled
+def _link_to_move(hook_session: str):
+    """The hook id's link, locked until commit (PostgreSQL) while link_hook_session decides.
+    Every verified call that names its sender asks it: compiled once (relaybay/compiled.py);
+    its row is loaded only when the link moves."""
+    return HookLink.objects.select_for_update().filter(hook_session=hook_session)
 
 
 def _hand_over(old, new):

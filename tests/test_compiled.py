@@ -117,3 +117,20 @@ def test_insert_writes_what_save_writes(two_sessions):
 def test_insert_refuses_a_model_that_saves_in_its_own_way():
     with pytest.raises(TypeError, match="saves in its own way"):
         insert(Session(title="x"))
+
+
+def test_a_verified_send_that_names_its_sender_reads_its_link_once_without_its_row(two_sessions):
+    """The send rule's lookups on the path every named, verified send takes: the claim's link
+    (compiled, without its row: the name gives the row), then the same link locked while
+    link_hook_session decides (compiled; its row loaded only if the link moves)."""
+    from messaging.actions import do_send_message
+
+    alpha, beta = two_sessions
+    with CaptureQueriesContext(connection) as queries:
+        sent = do_send_message(body="named", to="Beta", session="Alpha 100%_done", hook_session="hook-alpha")
+    assert sent.answer["sender_verified"] is True
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert not [sql for sql in statements if "JOIN" in sql and "sessions_app_hooklink" in sql.split("FROM", 1)[1][:40]]
+    by_pk = f'"sessions_app_session"."id" = {alpha.pk} '
+    assert not [sql for sql in statements if sql.startswith('SELECT "sessions_app_session"') and by_pk in sql + " "]
+    assert len([sql for sql in statements if '"sessions_app_hooklink"."hook_session" = ' in sql and "hook-alpha" in sql]) == 2

@@ -1,7 +1,7 @@
 """How relaybay.asgi serves the JSON API (the production path under daphne), run in process
 through the ASGI application itself: /api/ without the board's middleware chain
 (relaybay.asgi.APIHandler), each request's sync code on a long-lived database thread
-(relaybay/dbthreads.py), pings after commit through the server's event loop."""
+(relaybay/dbthreads.py), pings after commit made on the server's event loop before the answer."""
 
 import asyncio
 import json
@@ -11,8 +11,10 @@ import pytest
 from channels.layers import get_channel_layer
 from channels.testing import HttpCommunicator
 from django import db
+from django.db import transaction
 
-from relaybay import asgi
+from relaybay import asgi, events
+from relaybay.errors import Refused
 from sessions_app.hooks import ingest
 
 from .conftest import TOKEN
@@ -141,3 +143,70 @@ async def test_the_api_answers_without_the_boards_middleware_and_still_needs_the
     assert status == 400
     status, headers, _ = await serve("GET", "/login/", headers=[(b"host", b"127.0.0.1")])
     assert status == 200 and b"x-frame-options" in headers
+
+
+@pytest.fixture
+def layer_sends(monkeypatch):
+    """Each channel-layer send, in order: whether it ran on the event loop's own thread. A
+    database thread must not hand a send to the loop and wait for it (asgiref's async_to_sync
+    in relaybay.events): such a send is recorded as refused and never made."""
+    order = []
+    layer = get_channel_layer()
+    real = layer.group_send
+
+    async def group_send(group, message):
+        order.append(("ping", threading.current_thread() is threading.main_thread()))
+        await real(group, message)
+
+    def waited_on_the_loop(fn):
+        order.append("a database thread waited on the loop")
+        raise RuntimeError("a database thread waited on the event loop for a channel-layer send")
+
+    monkeypatch.setattr(layer, "group_send", group_send)
+    monkeypatch.setattr(events, "async_to_sync", waited_on_the_loop)
+    return order
+
+
+async def call_app(method, path, body, order):
+    """relaybay.asgi.application called as daphne calls it, the answer's messages added to `order`."""
+    scope = {
+        "type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
+        "headers": AUTH, "http_version": "1.1", "scheme": "http", "server": ("testserver", 80), "client": ("127.0.0.1", 50000),
+    }  # fmt: skip
+    requests = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
+
+    async def receive():
+        if requests:
+            return requests.pop()
+        await asyncio.Event().wait()  # the client stays connected
+
+    async def send(message):
+        order.append(message["type"])
+
+    await asgi.application(scope, receive, send)
+
+
+async def test_a_requests_pings_are_made_on_the_event_loop_before_its_answer(board_group, layer_sends):
+    async with board_group as board:
+        await call_app("POST", "/api/hooks", hook_payload("UserPromptSubmit", "h-held", prompt="hi"), layer_sends)
+        assert "sessions" in (await board.next_ping())["topics"]
+    assert layer_sends[:2] == [("ping", True), "http.response.start"], layer_sends
+
+
+async def test_a_steps_pings_are_made_on_the_event_loop_once_it_returns_even_when_it_raises_after_its_commit(layer_sends):
+    """What the MCP tools and the wake-up long poll run with threads.run: a deep reply's refusal
+    commits the owner's Inbox mark and its ping, then raises."""
+
+    def step():
+        with transaction.atomic():
+            events.ping("inbox")
+        with transaction.atomic():
+            events.ping("never: rolled back")
+            transaction.set_rollback(True)
+        layer_sends.append("step committed")
+        raise Refused("refused after the commit")
+
+    with pytest.raises(Refused):
+        await asgi.db_threads.run(step)
+    layer_sends.append("run returned")
+    assert layer_sends == ["step committed", ("ping", True), "run returned"]
