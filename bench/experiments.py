@@ -8,17 +8,17 @@ relaybay's serving choices, so bench/serving.py can measure the plain alternativ
   on a thread made for each request (no relaybay/dbthreads.py).
 - `full-chain`: /api/ goes through the board's whole middleware chain (no
   relaybay.asgi.APIHandler); still on the database threads.
-- `detached-sends`: board pings and wake-ups sent from a database thread are handed to the
-  server's event loop without waiting for them (as relaybay did before; today the thread waits
-  for asgiref's async_to_sync).
+- `waited-sends`: board pings and wake-ups asked for on a database thread are handed to the
+  server's event loop by that thread, which waits for each (asgiref's async_to_sync, as relaybay
+  did until they were held and made on the loop once the thread's step is back:
+  relaybay/events.py `holding_sends`).
 """
 
-import asyncio
 import contextlib
 import os
 
 ACTIVE = {x.strip() for x in os.environ.get("BENCH_EXPERIMENT", "").split(",") if x.strip()}
-KNOWN = {"no-db-threads", "full-chain", "detached-sends"}
+KNOWN = {"no-db-threads", "full-chain", "waited-sends"}
 
 
 def apply_settings(settings_globals):
@@ -31,13 +31,9 @@ class _NoDatabaseThreads:
         yield
 
 
-def _detached_async_to_sync(coroutine_function):
-    from asgiref.sync import SyncToAsync, async_to_sync
-
-    loop = getattr(SyncToAsync.threadlocal, "main_event_loop", None)
-    if loop is None:
-        return async_to_sync(coroutine_function)
-    return lambda *args: loop.call_soon_threadsafe(lambda: asyncio.ensure_future(coroutine_function(*args)))
+@contextlib.contextmanager
+def _not_holding():
+    yield []
 
 
 def apply_app():
@@ -45,11 +41,11 @@ def apply_app():
     unknown = ACTIVE - KNOWN
     if unknown:
         raise SystemExit(f"unknown BENCH_EXPERIMENT: {', '.join(sorted(unknown))} (see bench/experiments.py)")
-    from relaybay import asgi, events
+    from relaybay import asgi, dbthreads
 
     if "no-db-threads" in ACTIVE:
         asgi.db_threads = _NoDatabaseThreads()
     if "full-chain" in ACTIVE:
         asgi.api_asgi_app = asgi.django_asgi_app
-    if "detached-sends" in ACTIVE:
-        events.async_to_sync = _detached_async_to_sync
+    if "waited-sends" in ACTIVE:
+        dbthreads.holding_sends = _not_holding

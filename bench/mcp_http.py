@@ -105,6 +105,14 @@ async def stdio_session(command, args, env, cwd):
                 yield session
 
 
+async def listed(session):
+    """A session that has listed the server's tools, as Claude Code lists them when it connects.
+    The SDK's client lists them on a session's first call otherwise (to validate results), and
+    that round trip would be timed with the first call of each of the rotating senders."""
+    await session.list_tools()
+    return session
+
+
 async def call(session, tool, args):
     started = time.perf_counter()
     result = await session.call_tool(tool, args)
@@ -174,9 +182,9 @@ class RelaybayHTTP:
         self.stack = contextlib.AsyncExitStack()
         await self.stack.__aenter__()
         proofs = [self.r.start_session(f"http-sender-{i}-{self.r.tag}") for i in range(SENDERS)]
-        self.senders = [await self.stack.enter_async_context(http_session(self.r.mcp_url, {**self.r.auth, **p})) for p in proofs]
+        self.senders = [await listed(await self.stack.enter_async_context(http_session(self.r.mcp_url, {**self.r.auth, **p}))) for p in proofs]
         self.reader = self.senders[0]
-        self.floor = await self.stack.enter_async_context(http_session(f"{self.r.server.url}/bench/mcp", self.r.auth))
+        self.floor = await listed(await self.stack.enter_async_context(http_session(f"{self.r.server.url}/bench/mcp", self.r.auth)))
         return self
 
     async def __aexit__(self, *exc):
@@ -213,7 +221,7 @@ class RelaybayStdio:
         self.senders = [f"{self.label.replace(' ', '-')}-sender-{i}-{self.r.tag}" for i in range(SENDERS)]
         for name in self.senders:
             self.r.start_session(name)
-        self.session = await self.stack.enter_async_context(self.connect())
+        self.session = await listed(await self.stack.enter_async_context(self.connect()))
         return self
 
     async def __aexit__(self, *exc):
@@ -279,7 +287,7 @@ class AgentMail:
     async def __aenter__(self):
         self.stack = contextlib.AsyncExitStack()
         await self.stack.__aenter__()
-        self.session = await self.stack.enter_async_context(http_session(self.url))
+        self.session = await listed(await self.stack.enter_async_context(http_session(self.url)))
         self.project = str(self.folder / "project")
         await call(self.session, "ensure_project", {"human_key": self.project})
         names = []
@@ -377,6 +385,9 @@ async def measure(args, relaybay, agentmail, old_dir):
                     samples.setdefault(key, []).append(await fn())
                 if key[0] == "message_send" and key[1] != agentmail.label:
                     relaybay.take_in()  # untimed
+                # Each block starts with every server done with the last one's work (Agent
+                # Mail goes on writing its git archive after it answers a send).
+                await asyncio.sleep(args.settle)
             # Connecting: a few per round, also interleaved (stdio starts are slow: fewer).
             corder = list(connects.items())
             rng.shuffle(corder)
@@ -429,6 +440,7 @@ def main():
     parser.add_argument("--old", default="38b2927", help="a commit whose stdio server builds its HTTP client per call (before issue 13)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--block", type=int, default=20)
+    parser.add_argument("--settle", type=float, default=0.5, help="seconds of quiet between blocks")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     print(machine_notes())

@@ -263,10 +263,10 @@ runs), and ratios are medians of the ratios within each repeat (groups: `{tp.get
 
 
 SERVING_NOTES = {
-    "relaybay": "as shipped: /api/ without the middleware chain, sync code on a database thread, pings sent through the loop and waited for",
+    "relaybay": "as shipped: /api/ without the middleware chain, sync code on a database thread, its pings made on the loop before the answer",
     "no db threads": "plain Django under daphne: each request's sync code on a thread made for it",
     "full chain": "/api/ through the board's middleware chain (no `APIHandler`)",
-    "detached sends": "pings handed to the loop without waiting, as relaybay did until the database threads became asgiref executors",
+    "waited sends": "pings handed to the loop by the database thread, which waits for each (relaybay until this stop)",
     "old": "the checkout given with --old",
     "gunicorn": "the JSON API under gunicorn, 2 sync workers (docs/scale-out.md)",
     "gunicorn old": "the --old checkout under gunicorn, 2 sync workers",

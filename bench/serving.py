@@ -8,7 +8,7 @@ Variants, each one daphne process (or gunicorn, 2 sync workers) on a data folder
   relaybay                this checkout as shipped (bench/empty_asgi.py: relaybay + reference routes)
   no db threads           /api/ sync code on a thread per request, Django's default (experiment)
   full chain              /api/ through the board's middleware chain, no APIHandler (experiment)
-  detached sends          pings handed to the loop without waiting (experiment)
+  waited sends            pings handed to the loop by the database thread, which waits (experiment)
   old                     another checkout (--old), e.g. `git worktree add /tmp/old <commit>`
   gunicorn, gunicorn old  the JSON API through Django's WSGI handler (docs/scale-out.md)
 Experiments: bench/experiments.py.
@@ -58,7 +58,7 @@ def variants(old, gunicorn):
         "relaybay": {},
         "no db threads": {"experiment": "no-db-threads"},
         "full chain": {"experiment": "full-chain"},
-        "detached sends": {"experiment": "detached-sends"},
+        "waited sends": {"experiment": "waited-sends"},
     }
     if old:
         found["old"] = {"root": old}
