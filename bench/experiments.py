@@ -28,7 +28,7 @@ def apply_settings(settings_globals):
 class _NoDatabaseThreads:
     @contextlib.asynccontextmanager
     async def serving(self):
-        yield
+        yield []  # nothing held: Django's own threads hand each send to the loop
 
 
 @contextlib.contextmanager

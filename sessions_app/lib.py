@@ -115,23 +115,33 @@ def find_sessions(name):
     socket = socket_path(name) if name.startswith(("uds:", "/")) else ""
     handle = HANDLE_RE.match(name)
     pk = (parse_id(handle.group(1)) or 0) if handle else 0
-    rows = _rows_going_by(name, fold_name(name), socket, pk)
+    key = fold_name(name)
+    # Only a name that is a socket asks for one: the index holds every link without a socket.
+    rows = _rows_by_socket(name, key, pk, socket) if socket else _rows_going_by(name, key, pk)
     for row in rows:
         with_links(row)
     return rows
 
 
-@compiled
-def _rows_going_by(name: str, key: str, socket: str, pk: int):
-    """The rows find_sessions finds: its name keys, desktop id, a hook id, a live native name
-    or socket (none when `socket` is ''), or its S-<id> handle (none when `pk` is 0)."""
-    live = HookLink.objects.live()
+def _going_by(name, key, pk):
+    """Its name keys, desktop id, a hook id, a live native name, or its S-<id> handle (none
+    when `pk` is 0)."""
     match = Q(name_keys__contains="\n" + key + "\n") | Q(desktop_id=name)
     match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
-    match |= Q(pk__in=live.filter(native_name_key=key).values("session_id"))
-    match |= Q(pk__in=live.filter(native_socket=socket).exclude(native_socket="").values("session_id"))
-    match |= Q(pk=pk)
-    return Session.objects.filter(match)
+    match |= Q(pk__in=HookLink.objects.live().filter(native_name_key=key).values("session_id"))
+    return match | Q(pk=pk)
+
+
+@compiled
+def _rows_going_by(name: str, key: str, pk: int):
+    return Session.objects.filter(_going_by(name, key, pk))
+
+
+@compiled
+def _rows_by_socket(name: str, key: str, pk: int, socket: str):
+    """A name that is a messaging socket: also the row whose live link holds that socket."""
+    by_socket = Q(pk__in=HookLink.objects.live().filter(native_socket=socket).values("session_id"))
+    return Session.objects.filter(_going_by(name, key, pk) | by_socket)
 
 
 # How a row's links are loaded, for a list (sessions_with_links) or a name's rows (with_links):

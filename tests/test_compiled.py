@@ -53,6 +53,17 @@ def test_a_like_mark_is_escaped_as_the_orm_escapes_it(two_sessions):
     assert lib.find_sessions("hook-beta") == [beta]
 
 
+def test_only_a_name_that_is_a_socket_asks_for_the_socket(two_sessions):
+    alpha, _ = two_sessions
+    HookLink.objects.filter(hook_session="hook-alpha").update(native_socket="/tmp/cc-socks/7.sock")
+    assert lib.find_sessions("uds:/tmp/cc-socks/7.sock") == [alpha]
+    assert lib.find_sessions("/tmp/cc-socks/7.sock") == [alpha]
+    assert lib.find_sessions("/tmp/cc-socks/8.sock") == []
+    with CaptureQueriesContext(connection) as queries:
+        assert lib.find_sessions("Alpha 100%_done") == [alpha]
+    assert not [q["sql"] for q in queries.captured_queries if "native_socket" in q["sql"].split("WHERE", 1)[-1]]
+
+
 def test_find_sessions_loads_each_rows_links_newest_first_without_another_query(two_sessions):
     alpha, _ = two_sessions
     HookLink.objects.create(hook_session="hook-alpha-2", session=alpha, exact=False, state=HookLink.State.ENDED)
