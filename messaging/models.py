@@ -87,7 +87,11 @@ class SessionMessage(models.Model):
         db_table = "session_message"
         ordering = ["-id"]
         indexes = [
-            models.Index(fields=["recipient", "id"], condition=Q(delivered_at=None), name="message_pending"),
+            # What waits for a recipient: every hook's pending check, a claim, the unread cap.
+            # `delivered_at` is a column too, so that SQLite, with no statistics, ranks it above
+            # message_unread (one column) for those queries: by creation order it took
+            # message_unread and walked every delivered but unread message of the recipient.
+            models.Index(fields=["recipient", "delivered_at", "id"], condition=Q(delivered_at=None), name="message_pending"),
             models.Index(fields=["sender", "recipient", "created_at"], name="message_dedupe"),
             models.Index(fields=["id"], condition=Q(channel="mcp", state="held"), name="message_held"),
             models.Index(fields=["recipient", "-id"], name="message_inbox"),

@@ -47,3 +47,35 @@ def test_the_hooks_question_agrees_with_each_kinds_queryset(comment_state, messa
     assert {kind.name for kind in delivery.pending(me.pk)} == expected
     assert ("comment" in expected) == (comment_state == "waiting")
     assert ("message" in expected) == (message_state == "waiting")
+
+
+def test_what_waits_is_found_through_the_pending_index_not_by_walking_delivered_unread_mail():
+    """Every hook asks whether anything waits, and every send counts what waits against the
+    unread cap. Most delivered messages are never acknowledged, so a recipient's unread mail
+    grows without bound; the two questions must walk only what is undelivered. On SQLite
+    (no statistics) the index is chosen by its shape: message_pending leads with the columns
+    both questions test, so it outranks message_unread whatever their creation order."""
+    from django.db import connection
+
+    from messaging import fleet
+
+    me = Session.objects.create(kind=Session.Kind.HOOK, title="me")
+    other = Session.objects.create(kind=Session.Kind.HOOK, title="other")
+    now = timezone.now()
+    SessionMessage.objects.bulk_create(
+        SessionMessage(sender=other, sender_name="other", recipient=me, recipient_name="me", body=f"m{i}", delivered_at=now)
+        for i in range(30)
+    )
+    waiting = SessionMessage.objects.create(sender=other, sender_name="other", recipient=me, recipient_name="me", body="new")
+    assert [kind.name for kind in delivery.pending(me.pk)] == ["message"]
+    assert fleet._waiting_up_to_cap(me.pk, now) == [waiting.pk]
+    with connection.cursor() as cursor:
+        columns = connection.introspection.get_constraints(cursor, SessionMessage._meta.db_table)["message_pending"]["columns"]
+        assert columns == ["recipient_id", "delivered_at", "id"]
+        if connection.vendor == "sqlite":
+            pending_sql, uses = delivery._pending_sql(delivery.kinds(), connection.vendor)
+            cap = fleet._waiting_up_to_cap.statement()
+            for sql, params in ((pending_sql, [me.pk] * uses), (cap.sql, cap.params((me.pk, now)))):
+                cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+                plan = [row[-1] for row in cursor.fetchall() if "session_message" in row[-1]]
+                assert plan and all("USING INDEX message_pending" in step for step in plan), plan
