@@ -12,13 +12,16 @@ relaybay's serving choices, so bench/serving.py can measure the plain alternativ
   server's event loop by that thread, which waits for each (asgiref's async_to_sync, as relaybay
   did until they were held and made on the loop once the thread's step is back:
   relaybay/events.py `holding_sends`).
+- `asgiref-hop`: the MCP tools' and the long poll's steps (relaybay/dbthreads.py `threads.run`)
+  go to their database thread through asgiref's sync_to_async, as they did before the loop's
+  own executor hand-off.
 """
 
 import contextlib
 import os
 
 ACTIVE = {x.strip() for x in os.environ.get("BENCH_EXPERIMENT", "").split(",") if x.strip()}
-KNOWN = {"no-db-threads", "full-chain", "waited-sends"}
+KNOWN = {"no-db-threads", "full-chain", "waited-sends", "asgiref-hop"}
 
 
 def apply_settings(settings_globals):
@@ -36,6 +39,19 @@ def _not_holding():
     yield []
 
 
+async def _asgiref_run(self, step, *args):
+    from asgiref.sync import sync_to_async
+
+    from relaybay.dbthreads import _step
+    from relaybay.events import holding_sends, send_held
+
+    with holding_sends() as held, self._least_busy() as executor:
+        try:
+            return await sync_to_async(_step, thread_sensitive=False, executor=executor)(step, *args)
+        finally:
+            await send_held(held)
+
+
 def apply_app():
     """Experiments on the running app."""
     unknown = ACTIVE - KNOWN
@@ -49,3 +65,5 @@ def apply_app():
         asgi.api_asgi_app = asgi.django_asgi_app
     if "waited-sends" in ACTIVE:
         dbthreads.holding_sends = _not_holding
+    if "asgiref-hop" in ACTIVE:
+        dbthreads.DatabaseThreads.run = _asgiref_run
