@@ -17,8 +17,8 @@ The function is called once with marks standing for its parameters (by annotatio
 str or datetime); the marks are found among the compiled statement's parameters and become
 the call's values. Every other parameter (a state, a channel: the definition's constants) is
 compiled into the statement as a literal quoted by the database itself, so that SQLite plans
-a statement with a partial index's condition once, not on every call. A `…__contains` mark
-stands for the value escaped as the ORM escapes it for LIKE. The queryset must select one
+a statement with a partial index's condition once, not on every call. A mark must stand for
+a whole parameter (no `…__contains`: a LIKE pattern is no index lookup). The queryset must select one
 model's own fields (no select_related, annotations or deferred fields) or be a values_list;
 a call returns model instances or tuples.
 
@@ -82,7 +82,7 @@ class Statement:
         adapted = [self._adapt(kind, mark) for kind, mark in zip(self.kinds, marks)]
         pieces = sql.split("%s")
         written = [pieces[0]]
-        self.slots = []  # (argument index, LIKE pattern around it or None)
+        self.slots = []  # the argument each %s takes
         for param, piece in zip(compiled_params, pieces[1:]):
             slot = self._slot(param, marks, adapted)
             if slot is None:
@@ -100,19 +100,13 @@ class Statement:
     def _slot(param, marks, adapted):
         for i, (mark, value) in enumerate(zip(marks, adapted)):
             if param == mark or param == value:
-                return i, None
+                return i
             if isinstance(param, str) and isinstance(mark, str) and mark in param:
-                return i, param
+                raise ValueError("a compiled query's parameter stands for a whole value, not part of a pattern")
         return None
 
     def params(self, values):
-        out = []
-        for i, pattern in self.slots:
-            value = self._adapt(self.kinds[i], values[i])
-            if pattern is not None:
-                value = pattern.replace(_mark(str, i), connection.ops.prep_for_like_query(value))
-            out.append(value)
-        return out
+        return [self._adapt(self.kinds[i], values[i]) for i in self.slots]
 
     def run(self, values):
         with connection.cursor() as cursor:

@@ -14,7 +14,7 @@ from relaybay.errors import InvalidInput
 from relaybay.inputs import check_identifier, is_identifier_text, parse_id
 
 from .hooks.native import socket_path
-from .models import HookLink, RefusedHooks, Session, fold_name
+from .models import HookLink, RefusedHooks, Session, SessionName, fold_name
 
 HANDLE_RE = re.compile(r"^S-([0-9]+)$")
 NAME_MAX = 200
@@ -124,9 +124,10 @@ def find_sessions(name):
 
 
 def _going_by(name, key, pk):
-    """Its name keys, desktop id, a hook id, a live native name, or its S-<id> handle (none
-    when `pk` is 0)."""
-    match = Q(name_keys__contains="\n" + key + "\n") | Q(desktop_id=name)
+    """Its title or an alias (folded: `key`), desktop id, a hook id, a live native name, or its
+    S-<id> handle (none when `pk` is 0). Every term is an index lookup: the names by SessionName's
+    index, not by scanning every row's name_keys."""
+    match = Q(pk__in=SessionName.objects.filter(key=key).values("session_id")) | Q(desktop_id=name)
     match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
     match |= Q(pk__in=HookLink.objects.live().filter(native_name_key=key).values("session_id"))
     return match | Q(pk=pk)

@@ -7,8 +7,13 @@ def fold_name(name):
     return name.strip().casefold()
 
 
+def name_keys_of(title, aliases):
+    """The folded names a row goes by by title and alias, each once, in order."""
+    return list(dict.fromkeys(fold_name(n) for n in [title, *aliases] if n and n.strip()))
+
+
 def fold_names(title, aliases):
-    keys = [fold_name(n) for n in [title, *aliases] if n and n.strip()]
+    keys = name_keys_of(title, aliases)
     return "\n" + "\n".join(keys) + "\n" if keys else ""
 
 
@@ -82,9 +87,24 @@ class Session(models.Model):
 
     def save(self, *args, **kwargs):
         self.name_keys = fold_names(self.title, self.aliases)
-        if kwargs.get("update_fields") is not None and ("title" in kwargs["update_fields"] or "aliases" in kwargs["update_fields"]):
-            kwargs["update_fields"] = {*kwargs["update_fields"], "name_keys"}
+        fields = kwargs.get("update_fields")
+        renamed = fields is None or "title" in fields or "aliases" in fields
+        if fields is not None and renamed:
+            kwargs["update_fields"] = {*fields, "name_keys"}
+        adding = self._state.adding
         super().save(*args, **kwargs)
+        if renamed:
+            self._write_names(adding)
+
+    def _write_names(self, adding):
+        """The row's SessionName rows: its title and aliases, folded, as this save wrote them."""
+        keys = name_keys_of(self.title, self.aliases)
+        kept = set()
+        if not adding:
+            names = SessionName.objects.filter(session=self)
+            kept = set(names.filter(key__in=keys).values_list("key", flat=True))
+            names.exclude(key__in=keys).delete()
+        SessionName.objects.bulk_create([SessionName(session=self, key=key) for key in keys if key not in kept])
 
     def __str__(self):
         return self.name
@@ -111,6 +131,23 @@ class Session(models.Model):
             if links:
                 return min(links, key=lambda link: link.pk).hook_session
         return self.handle
+
+
+class SessionName(models.Model):
+    """One name a row goes by, folded: its title or one of its aliases (docs/rules.md §1.1).
+    Written by Session.save(); find_sessions looks a name up here by index, where
+    Session.name_keys (the same names in one text, for the board's substring search) could
+    only be scanned row by row."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="names")
+    # Text: folding may lengthen a name of 200 characters (ß becomes ss).
+    key = models.TextField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "key"], name="session_name_once")]
+
+    def __str__(self):
+        return self.key
 
 
 class HookLinkQuerySet(models.QuerySet):

@@ -2,9 +2,11 @@
 INSERT writes the row Model.save() writes. Runs on both configurations (SQLite here,
 PostgreSQL in the scale-out pass), as every send and hook runs these statements."""
 
+import importlib
 from datetime import datetime, timedelta
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
@@ -13,7 +15,7 @@ from messaging import fleet
 from messaging.models import Dispatch, SessionMessage
 from relaybay.compiled import Compiled, compiled, insert
 from sessions_app import lib
-from sessions_app.models import Event, HookLink, Session
+from sessions_app.models import Event, HookLink, Session, SessionName
 
 pytestmark = pytest.mark.django_db
 
@@ -43,14 +45,67 @@ def test_model_rows_come_back_as_the_orm_gives_them_converters_included(two_sess
     assert link.exact is True and link.created_at.tzinfo is not None and link._state.adding is False
 
 
-def test_a_like_mark_is_escaped_as_the_orm_escapes_it(two_sessions):
+def test_a_name_is_a_whole_name_not_a_pattern(two_sessions):
     alpha, beta = two_sessions
-    # "%" and "_" in a name are letters, not wildcards: only Alpha's key holds them.
+    # "%" and "_" in a name are letters, not wildcards.
     assert lib.find_sessions("Alpha 100%_done") == [alpha]
     assert lib.find_sessions("Alpha 1000xdone") == []
     assert lib.find_sessions("al") == [alpha]
     assert lib.find_sessions(f"S-{beta.pk}") == [beta]
     assert lib.find_sessions("hook-beta") == [beta]
+
+
+def test_a_mark_inside_a_pattern_is_refused():
+    @compiled
+    def titled_like(text: str):
+        return Session.objects.filter(title__contains=text)
+
+    with pytest.raises(ValueError, match="whole value"):
+        titled_like("x")
+
+
+def test_a_name_is_looked_up_by_index_not_by_scanning_every_row(two_sessions):
+    alpha, _ = two_sessions
+    Session.objects.bulk_create([Session(kind="mcp", title=f"other {i}", name_keys=f"\nother {i}\n") for i in range(30)])
+    with CaptureQueriesContext(connection) as queries:
+        assert lib.find_sessions("ALPHA 100%_done ") == [alpha]
+    rows_sql = queries.captured_queries[0]["sql"]
+    assert " LIKE " not in rows_sql.upper()
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN QUERY PLAN " + rows_sql)
+            plan = [row[-1] for row in cursor.fetchall()]
+        assert not [step for step in plan if step.startswith("SCAN")], plan
+
+
+def test_a_rename_moves_the_rows_names(two_sessions):
+    alpha, beta = two_sessions
+    alpha.title = "Gamma"
+    alpha.save(update_fields=["title"])
+    assert lib.find_sessions("Alpha 100%_done") == []
+    assert lib.find_sessions("gamma") == [alpha]
+    assert lib.find_sessions("AL") == [alpha]
+    alpha.aliases = ["Beta", "gamma"]  # an alias the title folds to is one name
+    alpha.save()
+    assert lib.find_sessions("al") == []
+    assert sorted(row.pk for row in lib.find_sessions("beta")) == sorted([alpha.pk, beta.pk])
+    assert sorted(SessionName.objects.filter(session=alpha).values_list("key", flat=True)) == ["beta", "gamma"]
+    alpha.status = "working"
+    with CaptureQueriesContext(connection) as queries:
+        alpha.save(update_fields=["status"])
+    assert not [q for q in queries.captured_queries if "sessions_app_sessionname" in q["sql"]]
+    alpha.delete()
+    assert lib.find_sessions("gamma") == [] and lib.find_sessions("beta") == [beta]
+
+
+def test_the_migration_names_the_rows_there_were(two_sessions):
+    alpha, beta = two_sessions
+    SessionName.objects.all().delete()
+    assert lib.find_sessions("al") == []
+    migration = importlib.import_module("sessions_app.migrations.0007_session_names")
+    migration._names_of_existing_rows(django_apps, None)
+    assert lib.find_sessions("al") == [alpha] and lib.find_sessions("alpha 100%_done") == [alpha]
+    assert lib.find_sessions("beta") == [beta]
 
 
 def test_only_a_name_that_is_a_socket_asks_for_the_socket(two_sessions):
