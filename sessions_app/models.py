@@ -139,7 +139,7 @@ class SessionName(models.Model):
     Session.name_keys (the same names in one text, for the board's substring search) could
     only be scanned row by row."""
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="names")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="names", db_index=False)  # session_name_once leads with it
     # Text: folding may lengthen a name of 200 characters (ß becomes ss).
     key = models.TextField(db_index=True)
 

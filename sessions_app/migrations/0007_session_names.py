@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('key', models.TextField(db_index=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='names', to='sessions_app.session')),
+                ('session', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='names', to='sessions_app.session')),
             ],
             options={
                 'constraints': [models.UniqueConstraint(fields=('session', 'key'), name='session_name_once')],
