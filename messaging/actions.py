@@ -147,10 +147,7 @@ SENDER_TOLD = {
         "the owner sees it on the board."
     ),
     Arrival.ENDED: "Not delivered: it has ended; this waits in case it comes back.",
-    Arrival.CAPPED: "Not delivered yet: " + session_lib.WAKE_CAP_WAIT,
-    Arrival.WAKING: "Not delivered yet: it is idle, and its wake-up hook is waiting: it is being woken with this now.",
-    Arrival.IDLE: "Not delivered yet: it is idle. It sees this at its next prompt or wake-up.",
-    Arrival.BUSY: "Not delivered yet: it reaches it at its next tool call or prompt.",
+    **{when: "Not delivered yet: " + sentence for when, sentence in session_lib.ON_ITS_WAY.items()},
 }
 SENDER_TOLD[Arrival.GUESSED] = SENDER_TOLD[Arrival.NO_LINK]
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from relaybay.compiled import Compiled
 from sessions_app.hooks.native import RELAYBAY_MESSAGE
-from sessions_app.lib import NOT_DELIVERABLE, WAKE_CAP_WAIT, Arrival, arrival
+from sessions_app.lib import NOT_DELIVERABLE, ON_ITS_WAY, arrival
 
 BODY_MAX = 4000
 _LINE_SEPARATORS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c]")
@@ -106,9 +106,7 @@ def message_status(message, now=None):
     if mark == "read":
         return "read before delivery"
     when = arrival(message.recipient)
-    if when == Arrival.CAPPED:
-        return "not delivered yet: " + WAKE_CAP_WAIT
-    return "not delivered yet: " + (NOT_DELIVERABLE.get(when) or "waiting for its next hook.")
+    return "not delivered yet: " + (NOT_DELIVERABLE.get(when) or ON_ITS_WAY[when])
 
 
 def _addressing(message):

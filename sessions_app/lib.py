@@ -241,6 +241,16 @@ NOT_DELIVERABLE = {
 }
 
 
+# When what waits for a row that can be reached arrives: the first send's answer, a repeat's
+# and messages_list say it in the same words.
+ON_ITS_WAY = {
+    Arrival.CAPPED: WAKE_CAP_WAIT,
+    Arrival.WAKING: "it is idle, and its wake-up hook is waiting: it is being woken with this now.",
+    Arrival.IDLE: "it is idle. It sees this at its next prompt or wake-up.",
+    Arrival.BUSY: "it reaches it at its next tool call or prompt.",
+}
+
+
 def why_not_deliverable(session):
     """A sentence saying why nothing can be delivered to this row now, or '' when it can."""
     return NOT_DELIVERABLE.get(arrival(session), "")

@@ -54,6 +54,17 @@ def test_the_same_body_to_the_same_recipient_within_the_window_writes_no_second_
         assert answer["id"] != first["id"]
 
 
+@pytest.mark.parametrize("recipient", ["alice", "carol"])  # idle, busy
+def test_a_duplicate_says_when_the_first_arrives_in_the_first_answers_words(rb, trio, clock, recipient):
+    first = send(rb, sender="bob", to=recipient).json()
+    clock.at(5)
+    again = send(rb, sender="bob", to=recipient).json()
+    assert again["duplicate"] is True
+    when = first["status"].removeprefix("Not delivered yet: ")
+    assert when != first["status"] and when in {"it is idle. It sees this at its next prompt or wake-up.", "it reaches it at its next tool call or prompt."}
+    assert again["status"].endswith(f"{first['handle']} is not delivered yet: {when}")
+
+
 def test_a_duplicate_uses_no_rate_slot(rb, trio, clock, settings):
     settings.RELAYBAY_SENDS_PER_MINUTE = 2
     send(rb)

@@ -298,7 +298,7 @@ def test_messages_list_shows_bodies_quoted_newest_first_with_marks(rb, alice, bo
     assert (newest["id"], oldest["id"]) == (second, first)
     assert newest["body"] == '"second \\"one\\""' and oldest["body"] == '"first\\nline"'
     assert oldest["status"] == "delivered" and oldest["delivered_at"] is not None
-    assert newest["status"] == "not delivered yet: waiting for its next hook."
+    assert newest["status"] == "not delivered yet: it reaches it at its next tool call or prompt."
     assert {k: newest[k] for k in ("from", "from_handle", "from_verified", "to", "to_handle", "in_reply_to", "depth", "read")} == {
         "from": "alice",
         "from_handle": alice.handle,
