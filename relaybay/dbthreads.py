@@ -15,8 +15,10 @@ Async code that is not a Django view (the MCP tools at /mcp, the wake-up long po
 database steps here with `threads.run`. Either way the channel-layer sends a step makes after
 its commits (board pings, wake-ups) are held and made on the event loop once the step is back,
 before the answer goes out (relaybay/events.py): measured in docs/mcp.md, the thread handing
-each send to the loop and waiting for it cost a send over /mcp about a third of a millisecond. RELAYBAY_DB_THREADS threads per daphne process (default: 1 on SQLite, which has
-one writer anyway; 4 on PostgreSQL); a request goes to the thread with the fewest in hand.
+each send to the loop and waiting for it cost a send over /mcp about a third of a millisecond.
+
+RELAYBAY_DB_THREADS threads per daphne process (default: 1 on SQLite, which has one writer
+anyway; 4 on PostgreSQL); a request goes to the thread with the fewest in hand.
 Elsewhere (gunicorn, management commands, the test client) nothing here is used: Django runs
 the same views on the request's own thread.
 """

@@ -97,14 +97,11 @@ class Session(models.Model):
             self._write_names(adding)
 
     def _write_names(self, adding):
-        """The row's SessionName rows: its title and aliases, folded, as this save wrote them."""
-        keys = name_keys_of(self.title, self.aliases)
-        kept = set()
+        """The row's SessionName rows: its title and aliases, folded, as this save wrote them
+        (a save that may rename: a full one, or one that writes the title or aliases)."""
         if not adding:
-            names = SessionName.objects.filter(session=self)
-            kept = set(names.filter(key__in=keys).values_list("key", flat=True))
-            names.exclude(key__in=keys).delete()
-        SessionName.objects.bulk_create([SessionName(session=self, key=key) for key in keys if key not in kept])
+            SessionName.objects.filter(session=self).delete()
+        SessionName.objects.bulk_create([SessionName(session=self, key=key) for key in name_keys_of(self.title, self.aliases)])
 
     def __str__(self):
         return self.name
