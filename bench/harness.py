@@ -137,8 +137,11 @@ def machine_notes():
             versions.append(f"{package} {metadata.version(package)}")
     notes["packages"] = ", ".join(versions)
     notes["code"] = code_state()
-    out = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
-    notes["wrk"] = (out.stdout + out.stderr).split("\n")[0].split(" [")[0]
+    if shutil.which("wrk"):
+        out = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
+        notes["wrk"] = (out.stdout + out.stderr).split("\n")[0].split(" [")[0]
+    else:
+        notes["wrk"] = "not installed (the load benchmarks need it: apt-get install wrk)"
     return notes
 
 

@@ -22,6 +22,9 @@ machine hits every case alike:
                    Agent Mail: send_message
   messages_list    20 messages with bodies (Agent Mail: fetch_inbox limit 20, include_bodies)
   empty tool       relaybay's floor (/bench/mcp); Agent Mail's lightest tool (health_check)
+  relaybay's other tools, over http only, against the same floor: message_ack (a sender with
+                   no mail), session_link (a sender to its own name, already exact) and
+                   sessions_list (every row the run made)
   connect          from nothing to the first answer: a new client (http: new HTTP client and
                    connection; stdio: the process start), initialize, tools/list, one call
   memory           resident memory added per connected session: 20 more SDK sessions
@@ -32,6 +35,7 @@ Prints medians, p90 and ratios; asserts nothing.
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import random
 import secrets
@@ -54,6 +58,7 @@ from relaybay_hook.proof import PROCESS_HEADER, process_proof  # noqa: E402
 from relaybay.devserver import free_port  # noqa: E402
 
 SENDERS = 20
+SESSIONS_LIST = "sessions_list (all)"
 EXTRA_SESSIONS = 20
 BODY = "Please rebase onto main and run the tests touched by the hook change; reply when done."
 
@@ -181,7 +186,7 @@ class RelaybayHTTP:
     async def __aenter__(self):
         self.stack = contextlib.AsyncExitStack()
         await self.stack.__aenter__()
-        proofs = [self.r.start_session(f"http-sender-{i}-{self.r.tag}") for i in range(SENDERS)]
+        proofs = [self.r.start_session(self.sender_name(i)) for i in range(SENDERS)]
         self.senders = [await listed(await self.stack.enter_async_context(http_session(self.r.mcp_url, {**self.r.auth, **p}))) for p in proofs]
         self.reader = self.senders[0]
         self.floor = await listed(await self.stack.enter_async_context(http_session(f"{self.r.server.url}/bench/mcp", self.r.auth)))
@@ -200,6 +205,27 @@ class RelaybayHTTP:
 
     async def empty(self):
         return await call(self.floor, "empty", {})
+
+    async def ack(self):
+        """A sender marks its mail read (it has none: the ack rule's proof and the lookup)."""
+        self.turn += 1
+        return await call(self.senders[self.turn % SENDERS], "message_ack", {"session": self.sender_name(self.turn)})
+
+    async def link(self):
+        """A sender links itself to its own name again (already exact: nothing moves)."""
+        self.turn += 1
+        return await call(self.senders[self.turn % SENDERS], "session_link", {"session": self.sender_name(self.turn)})
+
+    async def sessions(self):
+        return await call(self.reader, "sessions_list", {})
+
+    async def sessions_listed(self):
+        """How many rows sessions_list returns: every session the run made."""
+        result = await self.reader.call_tool("sessions_list", {})
+        return len(json.loads(result.content[0].text)["sessions"])
+
+    def sender_name(self, turn):
+        return f"http-sender-{turn % SENDERS}-{self.r.tag}"
 
     def connect(self):
         return http_session(self.r.mcp_url, self.r.auth)
@@ -363,6 +389,9 @@ async def measure(args, relaybay, agentmail, old_dir):
             ("messages_list (20)", new_stdio.label): new_stdio.list,
             ("messages_list (20)", old_stdio.label): old_stdio.list,
             ("messages_list (20)", agentmail.label): agentmail.list,
+            ("message_ack", http.label): http.ack,
+            ("session_link", http.label): http.link,
+            (SESSIONS_LIST, http.label): http.sessions,
             ("empty tool", http.label): http.empty,
             ("health_check", agentmail.label): agentmail.empty,
         }
@@ -394,6 +423,7 @@ async def measure(args, relaybay, agentmail, old_dir):
             for label, fn in corder:
                 for _ in range(2):
                     samples.setdefault(("connect to first answer", label), []).append(await fn())
+        rows_listed = await http.sessions_listed()
         memory = {
             http.label: await added_rss_per_session(
                 relaybay.server.pids[0], http.connect, lambda s: s.call_tool("messages_list", {"session": relaybay.recipient, "limit": 1})
@@ -403,10 +433,10 @@ async def measure(args, relaybay, agentmail, old_dir):
             old_stdio.label: sum(rss_kib(pid) for pid in children_matching("manage.py mcp")),
         }
     shutil.rmtree(data, ignore_errors=True)
-    return samples, memory
+    return samples, memory, rows_listed
 
 
-def print_report(samples, memory):
+def print_report(samples, memory, rows_listed):
     stats = {key: summary(values) for key, values in samples.items()}
     med = {key: value["median"] for key, value in stats.items()}
     print(f"\n{'call':22} {'server':16} {'median':>10} {'p90':>10} {'n':>5}")
@@ -422,6 +452,8 @@ def print_report(samples, memory):
             f"relaybay stdio ÷ old stdio = {ratio(med[(op, stdio)], med[(op, old)]):.2f}×; "
             f"relaybay stdio ÷ relaybay http = {ratio(med[(op, stdio)], med[(op, http)]):.1f}×"
         )
+    others = ", ".join(f"{op} {ratio(med[(op, http)], floor):.2f}×" for op in ("message_ack", "session_link", SESSIONS_LIST))
+    print(f"  relaybay http's other tools ÷ its empty tool: {others} (sessions_list returned {rows_listed} rows)")
     connect = "connect to first answer"
     print(
         f"  connect: relaybay http {fmt_ms(med[(connect, http)])}, Agent Mail {fmt_ms(med[(connect, am)])}, "
@@ -443,6 +475,12 @@ def main():
     parser.add_argument("--settle", type=float, default=0.5, help="seconds of quiet between blocks")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
+    if not Path(args.agentmail_python).is_file():
+        sys.exit(
+            f"{args.agentmail_python} does not exist: this benchmark runs MCP Agent Mail 0.1.0 from a virtualenv of its own. "
+            "Make one (python3.13 -m venv /tmp/agentmail-venv && /tmp/agentmail-venv/bin/pip install mcp-agent-mail==0.1.0) "
+            "or name its python with --agentmail-python."
+        )
     print(machine_notes())
     print(code_state(), f"; old stdio: {args.old}; calls per case: {args.rounds * args.block}")
     with tempfile.TemporaryDirectory(prefix="relaybay-bench-mcp-") as tmp:
@@ -456,13 +494,13 @@ def main():
                 with Server(tmp / "relaybay", Backend("sqlite")) as server:
                     relaybay = Relaybay(server)
                     relaybay.seed()
-                    samples, memory = asyncio.run(measure(args, relaybay, agentmail, old_dir))
+                    samples, memory, rows_listed = asyncio.run(measure(args, relaybay, agentmail, old_dir))
             finally:
                 agentmail.stop()
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old_dir)], cwd=REPO_ROOT, capture_output=True)
-    stats = print_report(samples, memory)
-    write_json(args.json, {"stats": {f"{op} | {label}": s for (op, label), s in stats.items()}, "memory_kib": memory})
+    stats = print_report(samples, memory, rows_listed)
+    write_json(args.json, {"stats": {f"{op} | {label}": s for (op, label), s in stats.items()}, "memory_kib": memory, "sessions_listed": rows_listed})
 
 
 if __name__ == "__main__":

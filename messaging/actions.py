@@ -493,9 +493,9 @@ def _ack_proof(row, hook_session):
     While the row is live, only its live link's id proves it, as for a send (§4.2): an old
     id left behind by a restart does not. A row that never linked itself cannot prove
     anything, so anyone naming it may mark its mail, and the mark says so."""
-    exact = row.links.filter(exact=True)
-    live = exact.live()
-    proving = set((live if live.exists() else exact).values_list("hook_session", flat=True))
+    exact = [link for link in row.links.all() if link.exact]
+    live = [link for link in exact if link.live]
+    proving = {link.hook_session for link in live or exact}
     if proving:
         return hook_session in proving, True
     return True, False
@@ -563,7 +563,7 @@ def do_link_session(*, hook_session, session=None, session_title=None):
     if not hook:
         raise InvalidInput("Pass hook_session: your CLAUDE_CODE_SESSION_ID.")
     with transaction.atomic():
-        link = HookLink.objects.filter(hook_session=hook).first()
+        link = session_lib.link_of(hook)
         if link is None:
             raise NotFound(
                 f"relaybay has seen no hook events from hook session {hook}, so there is nothing to link. "

@@ -4,7 +4,6 @@ from ninja import Query, Router
 
 from sessions_app import lib as session_lib
 from sessions_app.actions import get_task, resolve_one
-from sessions_app.models import Session
 from sessions_app.schemas import ERRORS, Error
 
 from . import actions, lib
@@ -62,7 +61,7 @@ def session_link(request, data: LinkIn):
 
 @router.get("/sessions_list", response={200: dict, **ERRORS}, summary="Who can be addressed, and whether mail reaches them now")
 def sessions_list(request, query: Query[SessionsListQuery]):
-    rows = Session.objects.select_related("task").prefetch_related("links").order_by("-last_seen_at", "-id")
+    rows = session_lib.sessions_with_links().order_by("-last_seen_at", "-id")
     if query.task:
         rows = rows.filter(task=get_task(query.task))
     if query.folder:

@@ -126,7 +126,10 @@ def link_hook_session(row, hook_session):
             data={"session": row.handle, "name": row.name},
         )
         ping("sessions")
-        link.session = row
+        # The row's links as they are now: what reads them next (the caller's answer, the
+        # send's sender rule) must not see those loaded before the move.
+        lib.with_links(row)
+    link.session = row
     return LinkResult(link, moved=moved)
 
 

@@ -180,3 +180,16 @@ def test_after_a_restart_without_session_end_a_write_with_the_new_hook_id_moves_
     text = context_of(rb.tool("hook-b2"))
     assert quoted("before the restart") in text and "owner to the new terminal" in text
     assert SessionMessage.objects.get(pk=waiting).delivered_by == "PreToolUse via hook-b2"
+
+
+def test_session_links_answer_shows_the_link_it_just_made(rb, alice):
+    # A row that no hook has linked yet: made by an unverified send under its name.
+    rb.sent(body="hello", to="alice", session="newcomer")
+    rb.guessed("hook-n")
+    rb.prompt("hook-n")
+    answer = rb.session_link(hook_session="hook-n", session="newcomer").json()
+    assert answer["moved"] and answer["exact"]
+    # The row's own summary says the same, not what its links were before the move.
+    assert (answer["session"]["link"], answer["session"]["state"]) == ("exact", "busy")
+    again = rb.session_link(hook_session="hook-n", session="newcomer").json()
+    assert not again["moved"] and (again["session"]["link"], again["session"]["state"]) == ("exact", "busy")
