@@ -57,7 +57,7 @@ def _session_facts(session):
         ("Last seen", when(session.last_seen_at)),
     ]
     links = ", ".join(
-        f"{md(link.hook_session)} ({'exact' if link.exact else 'guessed'}, {link.state})" for link in session.links.all()
+        f"{md(link.hook_session)} ({'exact' if link.exact else 'guessed'}, {link.state})" for link in session.newest_links()
     )
     facts.append(("Claude Code sessions", links or "—"))
     return "\n".join(f"- **{name}:** {value}" for name, value in facts)

@@ -96,7 +96,7 @@ def session_detail(request, pk):
     lib.decorate_sessions([session])
 
     def link():
-        return {"links": list(session.links.all())}
+        return {"links": session.newest_links()}
 
     def now():
         # Refetched every few seconds as well as on pings: a tool call within a busy turn

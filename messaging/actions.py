@@ -493,7 +493,7 @@ def _ack_proof(row, hook_session):
     While the row is live, only its live link's id proves it, as for a send (§4.2): an old
     id left behind by a restart does not. A row that never linked itself cannot prove
     anything, so anyone naming it may mark its mail, and the mark says so."""
-    exact = [link for link in row.links.all() if link.exact]
+    exact = [link for link in row.newest_links() if link.exact]
     live = [link for link in exact if link.live]
     proving = {link.hook_session for link in live or exact}
     if proving:

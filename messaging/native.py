@@ -95,7 +95,7 @@ def _claimed_sender(sender, arrival):
     """The sender's name: its live link's native name when its socket is known, else the name
     the wrapper claims."""
     if sender is not None:
-        names = [other.native_name for other in sender.links.all() if other.native_socket == arrival.socket]
+        names = [other.native_name for other in sender.newest_links() if other.native_socket == arrival.socket]
         return (names[0] if names and names[0] else sender.name)[:200]
     return (arrival.claimed_name or "unknown")[:200]
 

@@ -4,12 +4,11 @@ session or a task shows, threads and the owner's Inbox."""
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from django.db.models import Count, Prefetch
+from django.db.models import Count
 from django.utils import timezone
 
 from sessions_app import lib as session_lib
 from sessions_app.lib import Arrival
-from sessions_app.models import HookLink
 
 from .lib import NATIVE_MARKS, message_mark, message_status, native_mark, read_mark
 from .models import SessionMessage
@@ -32,7 +31,7 @@ def messages_by_ids(ids):
     return (
         SessionMessage.objects.filter(pk__in=ids)
         .select_related("task", "sender", "recipient")
-        .prefetch_related(Prefetch("recipient__links", HookLink.objects.order_by("-id")))
+        .prefetch_related(session_lib.links_loaded("recipient__links"))
     )
 
 

@@ -123,11 +123,19 @@ class Session(models.Model):
         if self.desktop_id:
             return self.desktop_id
         if self.kind == self.Kind.HOOK:
-            # .all() so a prefetch of the links serves lists without a query per row.
-            links = list(self.links.all())
+            links = self.newest_links()
             if links:
-                return min(links, key=lambda link: link.pk).hook_session
+                return links[-1].hook_session
         return self.handle
+
+    def newest_links(self):
+        """Its hook links, newest first: those loaded with the row (sessions_app.lib's
+        sessions_with_links and with_links: a list makes no query per row, and they are as
+        they were when loaded), else read now, on each call."""
+        try:
+            return self.loaded_links
+        except AttributeError:
+            return list(self.links.all())  # HookLink's ordering: newest first
 
 
 class SessionName(models.Model):

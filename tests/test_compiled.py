@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
-from messaging import fleet
+from messaging import fleet, reads
 from messaging.models import Dispatch, SessionMessage
 from relaybay.compiled import Compiled, compiled, insert
 from sessions_app import lib
@@ -124,12 +124,34 @@ def test_find_sessions_loads_each_rows_links_newest_first_without_another_query(
     HookLink.objects.create(hook_session="hook-alpha-2", session=alpha, exact=False, state=HookLink.State.ENDED)
     (row,) = lib.find_sessions("Alpha 100%_done")
     with CaptureQueriesContext(connection) as queries:
-        assert [link.hook_session for link in row.links.all()] == ["hook-alpha-2", "hook-alpha"]
+        assert [link.hook_session for link in row.newest_links()] == ["hook-alpha-2", "hook-alpha"]
         assert lib.current_link(row).hook_session == "hook-alpha"
-        assert all(link.session is row for link in row.links.all())
+        assert all(link.session is row for link in row.newest_links())
     assert len(queries) == 0
     # A filter on the loaded links still asks the database, for this row only.
     assert [link.hook_session for link in row.links.filter(exact=True)] == ["hook-alpha"]
+
+
+def test_a_list_of_rows_loads_each_rows_links_once_as_a_plain_list_newest_first(two_sessions):
+    alpha, beta = two_sessions
+    HookLink.objects.create(hook_session="hook-alpha-2", session=alpha, exact=False, state=HookLink.State.ENDED)
+    rows = {row.pk: row for row in lib.sessions_with_links()}
+    message = SessionMessage.objects.create(sender_name="x", recipient=beta, recipient_name="Beta", body="hi")
+    (loaded,) = reads.messages_by_ids([message.pk])
+    with CaptureQueriesContext(connection) as queries:
+        assert [link.hook_session for link in rows[alpha.pk].newest_links()] == ["hook-alpha-2", "hook-alpha"]
+        assert lib.current_link(rows[alpha.pk]).hook_session == "hook-alpha"
+        assert all(link.session is rows[alpha.pk] for link in rows[alpha.pk].newest_links())
+        assert [link.hook_session for link in loaded.recipient.newest_links()] == ["hook-beta"]
+        # A plain list per row, not Django's prefetch cache (a related manager and a queryset
+        # built for every row: docs/mcp.md).
+        assert isinstance(rows[beta.pk].loaded_links, list) and not getattr(rows[beta.pk], "_prefetched_objects_cache", None)
+    assert len(queries) == 0
+    # A row loaded without its links reads them on each call, so it never shows stale ones.
+    row = Session.objects.get(pk=beta.pk)
+    assert [link.hook_session for link in row.newest_links()] == ["hook-beta"]
+    HookLink.objects.create(hook_session="hook-beta-2", session=beta)
+    assert [link.hook_session for link in row.newest_links()] == ["hook-beta-2", "hook-beta"]
 
 
 def test_datetime_marks_and_flat_values(two_sessions):
