@@ -23,8 +23,9 @@ machine hits every case alike:
   messages_list    20 messages with bodies (Agent Mail: fetch_inbox limit 20, include_bodies)
   empty tool       relaybay's floor (/bench/mcp); Agent Mail's lightest tool (health_check)
   relaybay's other tools, over http only, against the same floor: message_ack (a sender with
-                   no mail), session_link (a sender to its own name, already exact) and
-                   sessions_list (every row the run made)
+                   no mail), session_link (a sender to its own name, already exact),
+                   sessions_list (every row the run made) and message_broadcast (to the 3
+                   live sessions of a folder; they take their mail in after each block)
   connect          from nothing to the first answer: a new client (http: new HTTP client and
                    connection; stdio: the process start), initialize, tools/list, one call
   memory           resident memory added per connected session: 20 more SDK sessions
@@ -59,6 +60,9 @@ from relaybay.devserver import free_port  # noqa: E402
 
 SENDERS = 20
 SESSIONS_LIST = "sessions_list (all)"
+BROADCAST_TO = 3
+BROADCAST = f"message_broadcast ({BROADCAST_TO})"
+GROUP_FOLDER = "/work/group"
 EXTRA_SESSIONS = 20
 BODY = "Please rebase onto main and run the tests touched by the hook change; reply when done."
 
@@ -140,10 +144,10 @@ class Relaybay:
         self.auth = {"Authorization": f"Bearer {server.token}"}
         self.tag = secrets.token_hex(3)
 
-    def start_session(self, name):
+    def start_session(self, name, cwd="/work/p"):
         """A Claude Code session named `name` starts; its hook carries its process's proof."""
         proof = {PROCESS_HEADER: process_proof(secrets.token_hex(16))}
-        payload = {"hook_event_name": "SessionStart", "session_id": f"hook-{name}", "source": "startup", "cwd": "/work/p", "relaybay_session": name}
+        payload = {"hook_event_name": "SessionStart", "session_id": f"hook-{name}", "source": "startup", "cwd": cwd, "relaybay_session": name}
         answer = self.http.post(f"{self.server.url}/api/hooks", json=payload, headers={**self.auth, **proof})
         answer.raise_for_status()
         return proof
@@ -157,6 +161,10 @@ class Relaybay:
         self.inbox = f"inbox-{self.tag}"
         self.start_session(self.recipient)
         self.start_session(self.inbox)
+        # The three live sessions of a folder of their own, which each broadcast reaches.
+        self.group = [f"group-{i}-{self.tag}" for i in range(BROADCAST_TO)]
+        for name in self.group:
+            self.start_session(name, cwd=GROUP_FOLDER)
         for i in range(20):
             answer = self.http.post(
                 f"{self.server.url}/api/message_send",
@@ -166,14 +174,17 @@ class Relaybay:
             answer.raise_for_status()
 
     def take_in(self):
-        """The inbox's prompts carry its waiting messages into its context, until none wait."""
-        payload = {"hook_event_name": "UserPromptSubmit", "session_id": f"hook-{self.inbox}", "prompt": "go on", "cwd": "/work/p"}
-        for _ in range(100):
-            answer = self.http.post(f"{self.server.url}/api/hooks", json=payload, headers=self.auth)
-            answer.raise_for_status()
-            if not answer.json():
-                return
-        raise RuntimeError("the inbox's messages were not all delivered")
+        """The inbox's and the folder's sessions' prompts carry their waiting messages into
+        their context, until none wait."""
+        for name, cwd in [(self.inbox, "/work/p")] + [(name, GROUP_FOLDER) for name in self.group]:
+            payload = {"hook_event_name": "UserPromptSubmit", "session_id": f"hook-{name}", "prompt": "go on", "cwd": cwd}
+            for _ in range(100):
+                answer = self.http.post(f"{self.server.url}/api/hooks", json=payload, headers=self.auth)
+                answer.raise_for_status()
+                if not answer.json():
+                    break
+            else:
+                raise RuntimeError(f"{name}'s messages were not all delivered")
 
 
 class RelaybayHTTP:
@@ -218,6 +229,12 @@ class RelaybayHTTP:
 
     async def sessions(self):
         return await call(self.reader, "sessions_list", {})
+
+    async def broadcast(self):
+        """A sender writes to the live sessions of the group's folder: one message each."""
+        self.turn += 1
+        args = {"body": numbered(self.turn), "folder": GROUP_FOLDER, "session": self.sender_name(self.turn)}
+        return await call(self.senders[self.turn % SENDERS], "message_broadcast", args)
 
     async def sessions_listed(self):
         """How many rows sessions_list returns: every session the run made."""
@@ -392,6 +409,7 @@ async def measure(args, relaybay, agentmail, old_dir):
             ("message_ack", http.label): http.ack,
             ("session_link", http.label): http.link,
             (SESSIONS_LIST, http.label): http.sessions,
+            (BROADCAST, http.label): http.broadcast,
             ("empty tool", http.label): http.empty,
             ("health_check", agentmail.label): agentmail.empty,
         }
@@ -412,7 +430,7 @@ async def measure(args, relaybay, agentmail, old_dir):
             for key, fn in order:
                 for _ in range(args.block):
                     samples.setdefault(key, []).append(await fn())
-                if key[0] == "message_send" and key[1] != agentmail.label:
+                if key[0] in ("message_send", BROADCAST) and key[1] != agentmail.label:
                     relaybay.take_in()  # untimed
                 # Each block starts with every server done with the last one's work (Agent
                 # Mail goes on writing its git archive after it answers a send).
@@ -452,7 +470,7 @@ def print_report(samples, memory, rows_listed):
             f"relaybay stdio ÷ old stdio = {ratio(med[(op, stdio)], med[(op, old)]):.2f}×; "
             f"relaybay stdio ÷ relaybay http = {ratio(med[(op, stdio)], med[(op, http)]):.1f}×"
         )
-    others = ", ".join(f"{op} {ratio(med[(op, http)], floor):.2f}×" for op in ("message_ack", "session_link", SESSIONS_LIST))
+    others = ", ".join(f"{op} {ratio(med[(op, http)], floor):.2f}×" for op in ("message_ack", "session_link", SESSIONS_LIST, BROADCAST))
     print(f"  relaybay http's other tools ÷ its empty tool: {others} (sessions_list returned {rows_listed} rows)")
     connect = "connect to first answer"
     print(
