@@ -137,6 +137,12 @@ class Session(models.Model):
         except AttributeError:
             return list(self.links.all())  # HookLink's ordering: newest first
 
+    def refresh_from_db(self, using=None, fields=None, from_queryset=None):
+        # Reloading the row forgets its loaded links, as Django forgets a prefetch.
+        if fields is None or "links" in fields:
+            self.__dict__.pop("loaded_links", None)
+        super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
+
 
 class SessionName(models.Model):
     """One name a row goes by, folded: its title or one of its aliases (docs/rules.md §1.1).

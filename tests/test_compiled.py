@@ -152,6 +152,11 @@ def test_a_list_of_rows_loads_each_rows_links_once_as_a_plain_list_newest_first(
     assert [link.hook_session for link in row.newest_links()] == ["hook-beta"]
     HookLink.objects.create(hook_session="hook-beta-2", session=beta)
     assert [link.hook_session for link in row.newest_links()] == ["hook-beta-2", "hook-beta"]
+    # Reloading a listed row forgets the links it was listed with, as Django forgets a prefetch.
+    listed = rows[beta.pk]
+    assert [link.hook_session for link in listed.newest_links()] == ["hook-beta"]
+    listed.refresh_from_db()
+    assert [link.hook_session for link in listed.newest_links()] == ["hook-beta-2", "hook-beta"]
 
 
 def test_datetime_marks_and_flat_values(two_sessions):
