@@ -125,7 +125,7 @@ class Session(models.Model):
         if self.kind == self.Kind.HOOK:
             links = self.newest_links()
             if links:
-                return links[-1].hook_session
+                return min(links, key=lambda link: link.pk).hook_session
         return self.handle
 
     def newest_links(self):
