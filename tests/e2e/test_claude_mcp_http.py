@@ -182,3 +182,21 @@ def test_after_clear_the_proof_follows_the_new_session_id(setup, live_relaybay):
     assert links == [(first_id, ""), (second_id, proof)]
     assert (linked["hook_session"], linked["exact"]) == (second_id, True)
     assert (after["sender"], after["sender_verified"]) == (alpha, True)
+
+
+def test_a_session_under_the_default_config_links_itself_and_is_told_it_is_linked(live_relaybay, tmp_path):
+    # The config `make run` prints: no --session, so the session's link is only guessed until
+    # the model names itself with session_link (the SessionStart note tells it how).
+    suffix = uuid.uuid4().hex[:6]
+    gamma = f"gamma-{suffix}"
+    status, _ = live_relaybay.post("/desktop", {"desktop_id": f"desk-{gamma}", "title": gamma})
+    assert status == 200
+    (tmp_path / "project").mkdir()
+    settings = write_settings(live_relaybay, tmp_path / "settings.json", "--wait", "1", "--spool", str(tmp_path / "spool"))
+    with ModelServer() as model:
+        model.add_steps(tool(LINK, {"session": gamma}), text("linked"))
+        result = run(settings, tmp_path / "project", tmp_path / "home", model)
+        linked = mcp_answer(model, LINK)
+    assert (linked["hook_session"], linked["exact"], linked["moved"]) == (result["session_id"], True, True)
+    # The row the link moved to is described as it is now, not as it was loaded before the move.
+    assert (linked["session"]["name"], linked["session"]["link"], linked["session"]["state"]) == (gamma, "exact", "busy")
