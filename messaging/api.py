@@ -61,15 +61,9 @@ def session_link(request, data: LinkIn):
 
 @router.get("/sessions_list", response={200: dict, **ERRORS}, summary="Who can be addressed, and whether mail reaches them now")
 def sessions_list(request, query: Query[SessionsListQuery]):
-    rows = session_lib.sessions_with_links().order_by("-last_seen_at", "-id")
-    if query.task:
-        rows = rows.filter(task=get_task(query.task))
-    if query.folder:
-        rows = rows.filter(folder=query.folder)
-    if query.live_only:
-        rows = rows.live()
+    task = get_task(query.task) if query.task else None
     sessions = []
-    for row in rows[:500]:
+    for row in session_lib.listed_sessions(task=task, folder=query.folder, live_only=query.live_only):
         summary = session_lib.session_summary(row)
         why = session_lib.why_not_deliverable(row)
         summary["reachable_now"] = not why

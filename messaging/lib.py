@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from relaybay.compiled import Compiled
 from sessions_app.hooks.native import RELAYBAY_MESSAGE
-from sessions_app.lib import NOT_DELIVERABLE, ON_ITS_WAY, arrival
+from sessions_app.lib import NOT_DELIVERABLE, ON_ITS_WAY, arrival, attach_tasks
 
 BODY_MAX = 4000
 _LINE_SEPARATORS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c]")
@@ -167,7 +167,7 @@ def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
         found = sorted(sides.values(), key=lambda m: -m.pk)[:limit]
     else:
         found = _page(box, unread_only, task is not None, limit)(row.pk, task_id or 0)
-    _attach_tasks(found)
+    attach_tasks(found)
     _attach_recipients(found, known=row)
     return found
 
@@ -189,17 +189,6 @@ def _page(box, unread_only, by_task, limit):
         return messages.order_by("-id")[:limit]
 
     return Compiled(page, kinds=(int, int))
-
-
-def _attach_tasks(messages):
-    """Each message's task row, in one query for the page (what select_related would join)."""
-    from sessions_app.models import Task
-
-    wanted = {m.task_id for m in messages if m.task_id}
-    tasks = Task.objects.in_bulk(wanted) if wanted else {}
-    for message in messages:
-        if message.task_id:
-            message.task = tasks[message.task_id]
 
 
 def _attach_recipients(messages, *, known):

@@ -35,8 +35,9 @@ class Task(models.Model):
 
 class SessionQuerySet(models.QuerySet):
     def live(self):
-        """Rows with a live link (HookLink.LIVE_STATES)."""
-        return self.filter(links__state__in=HookLink.LIVE_STATES).distinct()
+        """Rows with a live link (HookLink.LIVE_STATES). A subquery, not a join: one row each,
+        with no DISTINCT, so the rows can be a subquery themselves (sessions_app.lib.listed_sessions)."""
+        return self.filter(pk__in=HookLink.objects.live().values("session_id"))
 
     def not_live(self):
         """Rows without a live link: never linked, or every link ended."""

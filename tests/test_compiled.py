@@ -15,7 +15,7 @@ from messaging import fleet, reads
 from messaging.models import Dispatch, SessionMessage
 from relaybay.compiled import Compiled, compiled, insert
 from sessions_app import lib
-from sessions_app.models import Event, HookLink, Session, SessionName
+from sessions_app.models import Event, HookLink, Session, SessionName, Task
 
 pytestmark = pytest.mark.django_db
 
@@ -224,3 +224,42 @@ def test_a_verified_send_that_names_its_sender_reads_its_link_once_without_its_r
     by_pk = f'"sessions_app_session"."id" = {alpha.pk} '
     assert not [sql for sql in statements if sql.startswith('SELECT "sessions_app_session"') and by_pk in sql + " "]
     assert len([sql for sql in statements if '"sessions_app_hooklink"."hook_session" = ' in sql and "hook-alpha" in sql]) == 2
+
+
+@pytest.mark.parametrize("task", [False, True])
+@pytest.mark.parametrize("folder", [False, True])
+@pytest.mark.parametrize("live_only", [False, True])
+def test_sessions_list_reads_each_shape_with_two_statements_as_the_orm_would(two_sessions, api, task, folder, live_only):
+    """sessions_list's compiled statements (lib.listed_sessions), in every shape its filters
+    make: the ORM's rows in the ORM's order, each row's links newest first and its task."""
+    alpha, beta = two_sessions
+    ledger = Task.objects.create(title="ledger")
+    for n in range(4):
+        row = Session.objects.create(title=f"w{n}", folder="/work/a" if n % 2 else "/work/b", task=ledger if n < 3 else None)
+        HookLink.objects.create(hook_session=f"hook-w{n}", session=row, exact=True, state=HookLink.State.BUSY if n else HookLink.State.ENDED)
+        HookLink.objects.create(hook_session=f"hook-w{n}-old", session=row, state=HookLink.State.ENDED)
+    Session.objects.filter(title="w2").update(last_seen_at=timezone.now() + timedelta(minutes=1))
+    params = {"task": "ledger"} if task else {}
+    params.update({"folder": "/work/a"} if folder else {})
+    params.update({"live_only": "true"} if live_only else {})
+    expected = Session.objects.live() if live_only else Session.objects.all()
+    expected = expected.filter(task=ledger) if task else expected
+    expected = expected.filter(folder="/work/a") if folder else expected
+    expected = list(expected.order_by("-last_seen_at", "-id"))
+    assert expected  # every shape lists someone
+
+    with CaptureQueriesContext(connection) as queries:
+        response = api.get("/sessions_list", **params)
+    listed = response.json()["sessions"]
+    assert [s["handle"] for s in listed] == [row.handle for row in expected]
+    for summary, row in zip(listed, expected):
+        assert (summary["link"], summary["state"]) == lib.link_state(row)  # the row's links, read fresh
+        assert summary["task"] == (row.task.title if row.task_id else None)
+    # The rows, their links, the task once when rows have one (and the token's own reads).
+    with CaptureQueriesContext(connection) as fewer:
+        api.get("/sessions_list", **{**params, "folder": "/nowhere"})
+    assert len(queries) - len(fewer) <= 1
+    rows = lib.listed_sessions(task=ledger if task else None, folder="/work/a" if folder else "", live_only=live_only)
+    for row in rows:
+        assert [link.hook_session for link in row.newest_links()] == [link.hook_session for link in row.links.order_by("-id")]
+        assert all(link.session is row for link in row.newest_links())
