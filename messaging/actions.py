@@ -7,14 +7,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from relaybay.compiled import insert
+from relaybay.compiled import insert_all
 from relaybay.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
 from relaybay.events import ping
 from relaybay.inputs import clean_text, parse_id
 from sessions_app import lib as session_lib
 from sessions_app.lib import Arrival
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
-from sessions_app.events import record_event, wake_session
+from sessions_app.events import feed_row, record_event, wake_session
 from sessions_app.hooks.delivery import BUDGET, answer_size
 from sessions_app.models import HookLink, Session
 
@@ -299,16 +299,7 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
             raise Refused(verdict.why, code=verdict.code)
         task_row = get_task(task) if task not in (None, "") else (parent.task if parent else sender.row.task)
         dispatch = fleet.record_dispatch(sender.row, Dispatch.Kind.SEND, request_id, now)
-        message = _write_message(
-            sender=sender,
-            recipient=recipient,
-            recipient_name=recipient_name,
-            body=body,
-            task=task_row,
-            parent=parent,
-            verdict=verdict,
-            now=now,
-        )
+        (message,) = _write_messages(sender=sender, to=[(recipient, recipient_name, verdict)], body=body, task=task_row, parent=parent, now=now)
         if parent is not None and parent.recipient_id == sender.row.pk:
             proven, verified = _ack_proof(sender.row, (hook_session or "").strip() or None)
             if proven:
@@ -320,38 +311,49 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
     return SendResult(answer, message)
 
 
-def _write_message(*, sender, recipient, recipient_name, body, task, parent, verdict, now, broadcast=None):
-    """One message row, its events, and a wake-up for its recipient when it may be woken."""
-    held = verdict.state == SessionMessage.State.HELD
-    message = SessionMessage(
-        sender=sender.row,
-        sender_name=sender.name,
-        sender_verified=sender.verified,
-        recipient=recipient,
-        recipient_name=recipient_name,
-        task=task,
-        body=body,
-        parent=parent,
-        depth=parent.depth + 1 if parent else 0,
-        state=verdict.state,
-        held_until=fleet.hold_expiry(now) if held else None,
-        broadcast=broadcast,
-        not_delivered_reason=verdict.why if held else reachability(recipient),
-    )
-    _check_fits(message)
-    insert(message)
-    edge = {"message": message.pk, "from": sender.row.handle, "from_name": sender.name, "to": recipient.handle, "to_name": recipient_name}
-    record_event("session.message", session=sender.row, data={**edge, "channel": "mcp"})
-    marks = {"verified": sender.verified, "depth": message.depth}
+def _write_messages(*, sender, to, body, task, parent, now, broadcast=None):
+    """The message rows of one send or broadcast, one per (recipient, the name it was written
+    to, its verdict) in `to`, and their feed rows, each with one INSERT; then a wake-up for
+    each recipient that may be woken."""
+    messages = []
+    for recipient, recipient_name, verdict in to:
+        held = verdict.state == SessionMessage.State.HELD
+        message = SessionMessage(
+            sender=sender.row,
+            sender_name=sender.name,
+            sender_verified=sender.verified,
+            recipient=recipient,
+            recipient_name=recipient_name,
+            task=task,
+            body=body,
+            parent=parent,
+            depth=parent.depth + 1 if parent else 0,
+            state=verdict.state,
+            held_until=fleet.hold_expiry(now) if held else None,
+            broadcast=broadcast,
+            not_delivered_reason=verdict.why if held else reachability(recipient),
+        )
+        _check_fits(message)
+        messages.append(message)
+    insert_all(messages)
+    feed = []
+    marks = {"verified": sender.verified, "depth": messages[0].depth}
     if broadcast is not None:
         marks["broadcast"] = broadcast.handle
-    record_event("message.sent", session=sender.row, data={**edge, **marks})
-    if held:
-        record_event("message.held", session=recipient, data=edge)
-        ping("inbox")
-    else:
-        wake_session(recipient)
-    return message
+    for message in messages:
+        recipient = message.recipient
+        edge = {"message": message.pk, "from": sender.row.handle, "from_name": sender.name, "to": recipient.handle, "to_name": message.recipient_name}
+        feed.append(feed_row("session.message", session=sender.row, data={**edge, "channel": "mcp"}))
+        feed.append(feed_row("message.sent", session=sender.row, data={**edge, **marks}))
+        if message.state == SessionMessage.State.HELD:
+            feed.append(feed_row("message.held", session=recipient, data=edge))
+    insert_all(feed)
+    for message in messages:
+        if message.state == SessionMessage.State.HELD:
+            ping("inbox")
+        else:
+            wake_session(message.recipient)
+    return messages
 
 
 def broadcast_recipients(sender_row, *, task=None, folder=None):
@@ -364,14 +366,10 @@ def broadcast_recipients(sender_row, *, task=None, folder=None):
             "Say who the broadcast is for: you belong to no task, so pass task (a task id or title) "
             "or folder (the absolute path the sessions work in)."
         )
-    rows = Session.objects.live() if folder else Session.objects.all()
-    rows = rows.exclude(pk=sender_row.pk)
-    if task_row is not None:
-        rows = rows.filter(task=task_row)
-    if folder:
-        rows = rows.filter(folder=folder)
-    found = session_lib.sessions_with_links().filter(pk__in=rows.values("pk"))
-    recipients = sorted((row for row in found if session_lib.arrival(row) != Arrival.ENDED), key=lambda row: row.pk)
+    found = session_lib.listed_sessions(task=task_row, folder=folder, live_only=bool(folder), limit=None)
+    recipients = sorted(
+        (row for row in found if row.pk != sender_row.pk and session_lib.arrival(row) != Arrival.ENDED), key=lambda row: row.pk
+    )
     scope = []
     if task_row is not None:
         scope.append(f'task "{task_row.title}" (T-{task_row.pk})')
@@ -425,7 +423,7 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             )
         kind = Dispatch.Kind.DRY_RUN if dry_run else Dispatch.Kind.BROADCAST
         dispatch = fleet.record_dispatch(sender.row, kind, request_id, now)
-        report = []
+        report, to = [], []
         for recipient, verdict, first in plan:
             entry = {"to": recipient.public_name, "to_handle": recipient.handle, "message": None, "id": None}
             if first is not None:
@@ -436,20 +434,14 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             else:
                 status = verdict.why if verdict.state == SessionMessage.State.HELD else reachability(recipient)
                 entry.update(outcome=_outcome(verdict, recipient), why=status)
-                if not dry_run:
-                    message = _write_message(
-                        sender=sender,
-                        recipient=recipient,
-                        recipient_name=recipient.public_name,
-                        body=body,
-                        task=task_row,
-                        parent=None,
-                        verdict=verdict,
-                        now=now,
-                        broadcast=dispatch,
-                    )
-                    entry.update(message=message.handle, id=message.pk)
+                to.append((recipient, recipient.public_name, verdict))
             report.append(entry)
+        if to and not dry_run:
+            written = iter(_write_messages(sender=sender, to=to, body=body, task=task_row, parent=None, now=now, broadcast=dispatch))
+            for entry in report:
+                if entry["outcome"] not in ("already sent", "refused"):
+                    message = next(written)
+                    entry.update(message=message.handle, id=message.pk)
         counts = {outcome: sum(1 for e in report if e["outcome"] == outcome) for outcome in BROADCAST_OUTCOMES}
         answer = {
             "broadcast": None if dry_run else dispatch.handle,

@@ -22,7 +22,8 @@ a whole parameter (no `…__contains`: a LIKE pattern is no index lookup). The q
 model's own fields (no select_related, annotations or deferred fields) or be a values_list;
 a call returns model instances or tuples.
 
-`insert(obj)` is the same for writing a new row: the model's INSERT built once.
+`insert(obj)` is the same for writing a new row: the model's INSERT built once; `insert_all(objs)`
+writes several rows of one model with one INSERT.
 """
 
 import functools
@@ -156,19 +157,19 @@ def compiled(build=None, *, settings=()):
 
 
 class Insert:
-    """One model's INSERT, built once: what `Model.save()` runs for a new row (each field's
-    pre_save, such as auto_now_add, then its database value), without rebuilding the
-    statement for every row. No signal is sent: relaybay's models have no receivers."""
+    """One model's INSERT of `count` rows, built once: what `Model.save()` runs for each new row
+    (each field's pre_save, such as auto_now_add, then its database value), without rebuilding
+    the statement for every call. No signal is sent: relaybay's models have no receivers."""
 
-    def __init__(self, model):
+    def __init__(self, model, count):
         if model.save is not Model.save:
             raise TypeError(f"{model.__name__} saves in its own way; save it with .save()")
         meta = model._meta
         quote = connection.ops.quote_name
         self.fields = [f for f in meta.concrete_fields if not f.primary_key]
         columns = ", ".join(quote(f.column) for f in self.fields)
-        marks = ", ".join(["%s"] * len(self.fields))
-        self.sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({marks}) RETURNING {quote(meta.pk.column)}"
+        row = "(" + ", ".join(["%s"] * len(self.fields)) + ")"
+        self.sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {', '.join([row] * count)} RETURNING {quote(meta.pk.column)}"
 
 
 _inserts = {}
@@ -176,14 +177,25 @@ _inserts = {}
 
 def insert(obj):
     """Save `obj`, a new row, with its model's compiled INSERT; returns it with its id."""
-    key = (connection.vendor, type(obj))
+    return insert_all([obj])[0]
+
+
+def insert_all(objs):
+    """Save new rows of one model, in order, with one compiled INSERT (a broadcast's messages
+    and their feed rows); returns them with their ids."""
+    if not objs:
+        return objs
+    key = (connection.vendor, type(objs[0]), len(objs))
     statement = _inserts.get(key)
     if statement is None:
-        statement = _inserts[key] = Insert(type(obj))
-    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in statement.fields]
+        statement = _inserts[key] = Insert(*key[1:])
+    values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in objs for f in statement.fields]
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, values)
-        obj.pk = cursor.fetchone()[0]
-    obj._state.adding = False
-    obj._state.db = connection.alias
-    return obj
+        # Ids are given in the order of the rows; RETURNING is not promised to list them so.
+        ids = sorted(row[0] for row in cursor.fetchall())
+    for obj, pk in zip(objs, ids, strict=True):
+        obj.pk = pk
+        obj._state.adding = False
+        obj._state.db = connection.alias
+    return objs

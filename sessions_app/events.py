@@ -7,18 +7,22 @@ from relaybay.events import send_to_group, wake_waiters
 from .models import Event, HookLink
 
 
-def record_event(name, *, session=None, session_id=None, hook_session="", data=None, replay=False, happened_at=None):
-    """Write one feed row (an INSERT compiled once: every hook and every send writes some).
+def record_event(name, **fields):
+    """Write one feed row (an INSERT compiled once: every hook and every send writes some);
+    `fields` as feed_row takes them."""
+    return insert(feed_row(name, **fields))
+
+
+def feed_row(name, *, session=None, session_id=None, hook_session="", data=None, replay=False, happened_at=None):
+    """A feed row, not written yet: record_event writes one, insert_all several at once.
     `session_id` serves callers that hold only the row's key."""
-    return insert(
-        Event(
-            name=name,
-            session_id=session.pk if session is not None else session_id,
-            hook_session=hook_session,
-            data=data or {},
-            replay=replay,
-            happened_at=happened_at,
-        )
+    return Event(
+        name=name,
+        session_id=session.pk if session is not None else session_id,
+        hook_session=hook_session,
+        data=data or {},
+        replay=replay,
+        happened_at=happened_at,
     )
 
 

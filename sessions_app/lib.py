@@ -184,13 +184,13 @@ def sessions_with_links():
 LIST_LIMIT = 500
 
 
-def listed_sessions(*, task=None, folder="", live_only=False):
-    """What sessions_list shows: the rows most recently seen first (at most LIST_LIMIT), of a
-    task, of a folder, or live only, each with its task and its links loaded as
-    sessions_with_links loads them. Its two statements are compiled once per shape
-    (relaybay/compiled.py): Django's prefetch built a query with every row's id and a related
-    manager per row, and made listing 82 rows 1.7x as slow (docs/mcp.md)."""
-    rows_of, links_of = _listing(task is not None, bool(folder), live_only)
+def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT):
+    """The rows of a task, of a folder, or live only, most recently seen first (at most
+    `limit`; None: all), each with its task and its links loaded as sessions_with_links loads
+    them: what sessions_list shows and whom a broadcast reaches. Its two statements are
+    compiled once per shape (relaybay/compiled.py): Django's prefetch built a query with every
+    row's id and a related manager per row, and made listing 82 rows 1.7x as slow (docs/mcp.md)."""
+    rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit)
     values = (task.pk if task is not None else 0, folder or "")
     rows = rows_of(*values)
     by_id = {row.pk: row for row in rows}
@@ -205,14 +205,14 @@ def listed_sessions(*, task=None, folder="", live_only=False):
 
 
 @functools.cache
-def _listing(by_task, by_folder, live_only):
+def _listing(by_task, by_folder, live_only, limit):
     def rows(task_id, folder):
         found = Session.objects.live() if live_only else Session.objects.all()
         if by_task:
             found = found.filter(task_id=task_id)
         if by_folder:
             found = found.filter(folder=folder)
-        return found.order_by("-last_seen_at", "-id")[:LIST_LIMIT]
+        return found.order_by("-last_seen_at", "-id")[:limit]
 
     def links(task_id, folder):
         return LINKS_NEWEST_FIRST.filter(session_id__in=rows(task_id, folder).values("pk"))

@@ -4,6 +4,8 @@ slot per call; one row per recipient sharing a broadcast id; a per-recipient rep
 nobody is an error. Through POST /api/message_broadcast."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from messaging.models import Dispatch, SessionMessage
 from sessions_app.actions import do_save_task, do_update_session
@@ -80,6 +82,25 @@ def test_inbound_policies_apply_per_recipient(rb, team):
     assert answer["counts"] == {"not delivered yet": 1, "held": 1, "refused": 1}
     assert not SessionMessage.objects.filter(recipient=team["busy"]).exists()
     assert SessionMessage.objects.get(recipient=team["idle"]).state == "held"
+
+
+def test_a_broadcast_writes_its_messages_and_their_feed_rows_with_one_insert_each(rb, team):
+    """Whatever its fan-out: the messages in one INSERT, their feed rows (each recipient's
+    session.message and message.sent, and message.held for one that holds) in another."""
+    rb.api.post("/sessions/idle/inbound", {"policy": "hold"})
+    with CaptureQueriesContext(connection) as queries:
+        answer = broadcast(rb, body="one statement").json()
+    inserts = [q["sql"].split("(", 1)[0] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    assert inserts.count('INSERT INTO "session_message" ') == 1
+    assert inserts.count('INSERT INTO "sessions_app_event" ') == 2  # the feed rows, then message.broadcast
+    by_handle = {entry["message"]: entry["to"] for entry in answer["recipients"]}
+    feed = Event.objects.filter(name__in=["session.message", "message.sent", "message.held"]).order_by("pk")
+    assert [(e.name, by_handle[f"M-{e.data['message']}"]) for e in feed] == [
+        ("session.message", "busy"), ("message.sent", "busy"),
+        ("session.message", "idle"), ("message.sent", "idle"), ("message.held", "idle"),
+        ("session.message", "desk"), ("message.sent", "desk"),
+    ]  # fmt: skip
+    assert {m.pk: m.recipient_name for m in SessionMessage.objects.all()} == {int(h[2:]): to for h, to in by_handle.items()}
 
 
 def test_an_idle_recipient_whose_wake_up_hook_waits_is_reported_delivering_now(rb, team):

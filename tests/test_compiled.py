@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from messaging import fleet, reads
 from messaging.models import Dispatch, SessionMessage
-from relaybay.compiled import Compiled, compiled, insert
+from relaybay.compiled import Compiled, compiled, insert, insert_all
 from sessions_app import lib
 from sessions_app.models import Event, HookLink, Session, SessionName, Task
 
@@ -202,6 +202,23 @@ def test_insert_writes_what_save_writes(two_sessions):
         alpha.pk, beta.pk, "hi", "sent", "mcp", False,
     )  # fmt: skip
     assert abs(read.created_at - message.created_at) < timedelta(seconds=1)
+
+
+def test_insert_all_writes_several_rows_in_order_with_one_statement(two_sessions):
+    alpha, beta = two_sessions
+    assert insert_all([]) == []
+    feed = [Event(name=f"x.{n}", session=alpha if n % 2 else beta, data={"n": n}) for n in range(5)]
+    with CaptureQueriesContext(connection) as queries:
+        assert insert_all(feed) is feed
+    assert len(queries) == 1
+    ids = [row.pk for row in feed]
+    assert ids == sorted(ids) and all(row._state.adding is False for row in feed)
+    assert [(e.pk, e.name, e.session_id, e.data) for e in Event.objects.filter(pk__in=ids).order_by("pk")] == [
+        (row.pk, f"x.{n}", row.session_id, {"n": n}) for n, row in enumerate(feed)
+    ]
+    # A second call with as many rows uses the statement built by the first.
+    more = insert_all([Event(name=f"y.{n}") for n in range(5)])
+    assert min(row.pk for row in more) > max(ids)
 
 
 def test_insert_refuses_a_model_that_saves_in_its_own_way():
