@@ -14,7 +14,7 @@ from relaybay.inputs import clean_text, parse_id
 from sessions_app import lib as session_lib
 from sessions_app.lib import Arrival
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
-from sessions_app.events import feed_row, record_event, wake_session
+from sessions_app.events import feed_row, record_event, wake_session, wake_sessions
 from sessions_app.hooks.delivery import BUDGET, answer_size
 from sessions_app.models import HookLink, Session
 
@@ -305,8 +305,7 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
             if proven:
                 _mark_read([parent], reader=sender.row, verified=verified)
         answer = send_answer(message, message.not_delivered_reason, request_id=request_id)
-        if request_id:
-            Dispatch.objects.filter(pk=dispatch.pk).update(answer=answer)
+        fleet.keep_answer(dispatch, request_id, answer)
         ping("messages", "sessions", "map", "events")
     return SendResult(answer, message)
 
@@ -348,11 +347,9 @@ def _write_messages(*, sender, to, body, task, parent, now, broadcast=None):
         if message.state == SessionMessage.State.HELD:
             feed.append(feed_row("message.held", session=recipient, data=edge))
     insert_all(feed)
-    for message in messages:
-        if message.state == SessionMessage.State.HELD:
-            ping("inbox")
-        else:
-            wake_session(message.recipient)
+    if any(message.state == SessionMessage.State.HELD for message in messages):
+        ping("inbox")
+    wake_sessions([message.recipient for message in messages if message.state != SessionMessage.State.HELD])
     return messages
 
 
@@ -407,9 +404,10 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             )
         fleet.check_rate(sender.row, now)
         fleet.lock_inboxes(recipients)
+        firsts = fleet.firsts_of_duplicates(sender.row, recipients, body, now)
         plan = []
         for recipient in recipients:
-            first = fleet.first_of_duplicate(sender.row, recipient, body, now)
+            first = firsts.get(recipient.pk)
             if first is not None:
                 plan.append((recipient, None, first))
                 continue
@@ -464,7 +462,7 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             session=sender.row,
             data={"broadcast": dispatch.handle, "from": sender.row.handle, "scope": scope, "dry_run": dry_run, **answer["counts"]},
         )
-        Dispatch.objects.filter(pk=dispatch.pk).update(answer=answer)
+        fleet.keep_answer(dispatch, request_id, answer)
         ping("messages", "sessions", "map", "events")
     return SendResult(answer)
 

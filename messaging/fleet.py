@@ -9,13 +9,14 @@ Each check reads the database, never one process's memory: two repeats arriving 
 processes at the same moment see each other's committed rows.
 """
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Q
 
-from relaybay.compiled import compiled, insert
+from relaybay.compiled import Compiled, compiled, insert
 from relaybay.errors import ErrorCode, InvalidInput, RateLimited
 from sessions_app import lib as session_lib
 from sessions_app.models import Session
@@ -64,21 +65,43 @@ def earlier_answer(sender_row, request_id, now):
     return {**found.answer, "repeat": True}
 
 
+def keep_answer(dispatch, request_id, answer):
+    """What a repeat of this request_id gets back (earlier_answer); without one there is no
+    repeat to answer, so nothing is kept."""
+    if request_id:
+        Dispatch.objects.filter(pk=dispatch.pk).update(answer=answer)
+
+
 def record_dispatch(sender_row, kind, request_id, now):
     return insert(Dispatch(sender=sender_row, kind=kind, request_id=request_id, created_at=now))
 
 
 def first_of_duplicate(sender_row, recipient, body, now):
     """The same body from the same sender to the same recipient within the dedupe window."""
-    return _same_text.first(sender_row.pk, recipient.pk, now - timedelta(seconds=settings.RELAYBAY_DEDUPE_SECONDS), body)
+    return firsts_of_duplicates(sender_row, [recipient], body, now).get(recipient.pk)
 
 
-@compiled
-def _same_text(sender_id: int, recipient_id: int, since: datetime, body: str):
-    same = SessionMessage.objects.filter(
-        sender_id=sender_id, recipient_id=recipient_id, created_at__gt=since, body=body, channel=SessionMessage.Channel.MCP
-    )
-    return same.order_by("id")[:1]
+def firsts_of_duplicates(sender_row, recipients, body, now):
+    """first_of_duplicate for each of a broadcast's recipients, in one statement: {recipient id: message}."""
+    ids = [row.pk for row in recipients]
+    found = _same_text(len(ids))(sender_row.pk, now - timedelta(seconds=settings.RELAYBAY_DEDUPE_SECONDS), body, *ids)
+    firsts = {}
+    for message in found:  # oldest first
+        firsts.setdefault(message.recipient_id, message)
+    return firsts
+
+
+@functools.cache
+def _same_text(count):
+    """The statement for `count` recipients, compiled once (a fleet has a few sizes)."""
+
+    def same(sender_id, since, body, *recipient_ids):
+        same = SessionMessage.objects.filter(
+            sender_id=sender_id, recipient_id__in=recipient_ids, created_at__gt=since, body=body, channel=SessionMessage.Channel.MCP
+        )
+        return same.order_by("id")
+
+    return Compiled(same, kinds=(int, datetime, str, *[int] * count))
 
 
 def lock_inboxes(recipients):

@@ -1,7 +1,9 @@
 """What a write leaves behind besides its rows: the feed row of what happened, and the wake-up
 of a session whose wake-up hook waits. The refresh pings themselves are relaybay.events'."""
 
-from relaybay.compiled import compiled, insert
+import functools
+
+from relaybay.compiled import Compiled, insert
 from relaybay.events import send_to_group, wake_waiters
 
 from .models import Event, HookLink
@@ -30,10 +32,21 @@ def wake_session(session, send=send_to_group):
     """Something arrived for `session`: wake its wake-up hooks that wait (an idle exact link
     with a current waiter), once the write commits. `send`: relaybay.events'. Asked after the
     write, not from links loaded earlier: a waiter that registered in between is woken too."""
-    wake_waiters(_waiting_hooks(session.pk), send=send)
+    wake_sessions([session], send=send)
 
 
-@compiled
-def _waiting_hooks(session_id: int):
-    waiting = HookLink.objects.filter(session_id=session_id, exact=True, state=HookLink.State.IDLE).exclude(waiter="")
-    return waiting.values_list("hook_session", flat=True)
+def wake_sessions(sessions, send=send_to_group):
+    """wake_session for each of a broadcast's recipients, asked in one statement."""
+    if sessions:
+        wake_waiters(_waiting_hooks(len(sessions))(*[row.pk for row in sessions]), send=send)
+
+
+@functools.cache
+def _waiting_hooks(count):
+    """The statement for `count` rows, compiled once (a fleet has a few sizes)."""
+
+    def waiting(*session_ids):
+        waiting = HookLink.objects.filter(session_id__in=session_ids, exact=True, state=HookLink.State.IDLE).exclude(waiter="")
+        return waiting.values_list("hook_session", flat=True)
+
+    return Compiled(waiting, kinds=(int,) * count)

@@ -265,6 +265,7 @@ def test_sessions_list_reads_each_shape_with_two_statements_as_the_orm_would(two
     expected = list(expected.order_by("-last_seen_at", "-id"))
     assert expected  # every shape lists someone
 
+    api.get("/sessions_list", **params)  # the shape's statements compiled (their constants quoted)
     with CaptureQueriesContext(connection) as queries:
         response = api.get("/sessions_list", **params)
     listed = response.json()["sessions"]
