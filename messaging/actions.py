@@ -421,7 +421,7 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             )
         kind = Dispatch.Kind.DRY_RUN if dry_run else Dispatch.Kind.BROADCAST
         dispatch = fleet.record_dispatch(sender.row, kind, request_id, now)
-        report, to = [], []
+        report, to, written_for = [], [], []
         for recipient, verdict, first in plan:
             entry = {"to": recipient.public_name, "to_handle": recipient.handle, "message": None, "id": None}
             if first is not None:
@@ -433,13 +433,12 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
                 status = verdict.why if verdict.state == SessionMessage.State.HELD else reachability(recipient)
                 entry.update(outcome=_outcome(verdict, recipient), why=status)
                 to.append((recipient, recipient.public_name, verdict))
+                written_for.append(entry)
             report.append(entry)
         if to and not dry_run:
-            written = iter(_write_messages(sender=sender, to=to, body=body, task=task_row, parent=None, now=now, broadcast=dispatch))
-            for entry in report:
-                if entry["outcome"] not in ("already sent", "refused"):
-                    message = next(written)
-                    entry.update(message=message.handle, id=message.pk)
+            messages = _write_messages(sender=sender, to=to, body=body, task=task_row, parent=None, now=now, broadcast=dispatch)
+            for entry, message in zip(written_for, messages, strict=True):
+                entry.update(message=message.handle, id=message.pk)
         counts = {outcome: sum(1 for e in report if e["outcome"] == outcome) for outcome in BROADCAST_OUTCOMES}
         answer = {
             "broadcast": None if dry_run else dispatch.handle,

@@ -182,13 +182,23 @@ def insert(obj):
 
 def insert_all(objs):
     """Save new rows of one model, in order, with one compiled INSERT (a broadcast's messages
-    and their feed rows); returns them with their ids."""
+    and their feed rows; as many as the database takes parameters for in one statement, as
+    bulk_create would batch them); returns them with their ids."""
     if not objs:
         return objs
-    key = (connection.vendor, type(objs[0]), len(objs))
+    model = type(objs[0])
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    batch = max(1, connection.ops.bulk_batch_size(fields, objs))
+    for start in range(0, len(objs), batch):
+        _insert_batch(model, objs[start : start + batch])
+    return objs
+
+
+def _insert_batch(model, objs):
+    key = (connection.vendor, model, len(objs))
     statement = _inserts.get(key)
     if statement is None:
-        statement = _inserts[key] = Insert(*key[1:])
+        statement = _inserts[key] = Insert(model, len(objs))
     values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in objs for f in statement.fields]
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, values)
@@ -198,4 +208,3 @@ def insert_all(objs):
         obj.pk = pk
         obj._state.adding = False
         obj._state.db = connection.alias
-    return objs

@@ -221,6 +221,15 @@ def test_insert_all_writes_several_rows_in_order_with_one_statement(two_sessions
     assert min(row.pk for row in more) > max(ids)
 
 
+def test_insert_all_writes_in_batches_the_database_takes(two_sessions, monkeypatch):
+    monkeypatch.setattr(connection.ops, "bulk_batch_size", lambda fields, objs: 2)  # as if it took two rows' parameters
+    feed = [Event(name=f"z.{n}", data={"n": n}) for n in range(5)]
+    with CaptureQueriesContext(connection) as queries:
+        insert_all(feed)
+    assert len(queries) == 3
+    assert [(e.pk, e.data["n"]) for e in Event.objects.filter(name__startswith="z.").order_by("pk")] == [(row.pk, n) for n, row in enumerate(feed)]
+
+
 def test_insert_refuses_a_model_that_saves_in_its_own_way():
     with pytest.raises(TypeError, match="saves in its own way"):
         insert(Session(title="x"))
