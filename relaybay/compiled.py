@@ -176,8 +176,10 @@ _inserts = {}
 
 
 def insert(obj):
-    """Save `obj`, a new row, with its model's compiled INSERT; returns it with its id."""
-    return insert_all([obj])[0]
+    """Save `obj`, a new row, with its model's compiled INSERT; returns it with its id. (Every
+    hook writes a feed row this way: one row needs no batching.)"""
+    _insert_rows(type(obj), [obj])
+    return obj
 
 
 def insert_all(objs):
@@ -187,18 +189,22 @@ def insert_all(objs):
     if not objs:
         return objs
     model = type(objs[0])
-    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    batch = max(1, connection.ops.bulk_batch_size(fields, objs))
+    batch = max(1, connection.ops.bulk_batch_size(_statement(model, 1).fields, objs))
     for start in range(0, len(objs), batch):
-        _insert_batch(model, objs[start : start + batch])
+        _insert_rows(model, objs[start : start + batch])
     return objs
 
 
-def _insert_batch(model, objs):
-    key = (connection.vendor, model, len(objs))
+def _statement(model, count):
+    key = (connection.vendor, model, count)
     statement = _inserts.get(key)
     if statement is None:
-        statement = _inserts[key] = Insert(model, len(objs))
+        statement = _inserts[key] = Insert(model, count)
+    return statement
+
+
+def _insert_rows(model, objs):
+    statement = _statement(model, len(objs))
     values = [f.get_db_prep_save(f.pre_save(obj, True), connection) for obj in objs for f in statement.fields]
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, values)

@@ -160,11 +160,20 @@ def with_links(row):
     """`row` with its links loaded newest first (Session.newest_links), as sessions_with_links
     loads them for a list (a statement compiled once, for the one or two rows a name or a call
     gives)."""
-    links = _links_newest_first(row.pk)
-    for link in links:
-        HookLink.session.field.set_cached_value(link, row)
-    row.loaded_links = links
+    _give_links([row], _links_newest_first(row.pk))
     return row
+
+
+def _give_links(rows, links):
+    """Each row's links, newest first as `links` come, as Session.newest_links reads them,
+    each link knowing its row."""
+    by_id = {row.pk: row for row in rows}
+    for row in rows:
+        row.loaded_links = []
+    for link in links:
+        row = by_id[link.session_id]
+        HookLink.session.field.set_cached_value(link, row)
+        row.loaded_links.append(link)
 
 
 def links_loaded(path="links"):
@@ -193,13 +202,7 @@ def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT):
     rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit)
     values = (task.pk if task is not None else 0, folder or "")
     rows = rows_of(*values)
-    by_id = {row.pk: row for row in rows}
-    for row in rows:
-        row.loaded_links = []
-    for link in links_of(*values):  # newest first
-        row = by_id[link.session_id]
-        HookLink.session.field.set_cached_value(link, row)
-        row.loaded_links.append(link)
+    _give_links(rows, links_of(*values))
     attach_tasks(rows)
     return rows
 

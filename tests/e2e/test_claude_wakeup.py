@@ -6,13 +6,14 @@ default), unless it was configured as a headless worker (--wait-unattended, see
 test_claude_comments.py).
 """
 
+import contextlib
 import os
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.claude_cli import start_interactive
-from tests.e2e.model_server import text
+from tests.e2e.model_server import ModelServer, text
 from tests.e2e.relaybay_cli import manage, query, write_settings
 from tests.e2e.test_claude_comments import wait_until, waiter_registered
 from tests.live_server import live_relaybay  # noqa: F401  (fixture)
@@ -117,3 +118,32 @@ def test_messages_wake_an_idle_interactive_session_three_times_then_only_the_own
     prompts = [row[0] for row in query(live_relaybay, "select data from sessions_app_event where name = 'hook.UserPromptSubmit'")]
     assert len(prompts) >= 5
     assert not [data for data in prompts for k in (1, 2, 3, 4) if f"cap-{k}17" in data]
+
+
+def test_one_broadcast_wakes_each_idle_interactive_session_of_the_folder(live_relaybay, project, tmp_path, named):
+    # A broadcast asks for the waiting wake-up hooks of all its recipients at once
+    # (sessions_app.events.wake_sessions): each idle session is woken with its own message.
+    names = [f"{named}-{k}" for k in (1, 2)]
+    with contextlib.ExitStack() as stack:
+        sessions = {}
+        for name in names:
+            model = stack.enter_context(ModelServer())
+            model.add_steps(text(f"{name} idle"), text(f"{name} woken"))
+            settings = write_settings(live_relaybay, tmp_path / f"{name}.json", "--session", name)
+            session = stack.enter_context(
+                start_interactive(model_url=model.url, cwd=project, home=tmp_path / f"home-{name}", settings_file=settings)
+            )
+            session.send("start")
+            session.wait_for_screen(f"{name} idle")
+            sessions[name] = (model, session)
+        for name in names:
+            wait_until(lambda name=name: waiter_registered(live_relaybay, name))
+        status, answer = live_relaybay.post(
+            "/message_broadcast", {"session": f"{named}-lead", "folder": str(project), "body": "stand-up now (bw-5150)"}
+        )
+        assert status == 200, answer
+        assert {entry["to"]: entry["outcome"] for entry in answer["recipients"]} == {name: "delivering now" for name in names}
+        for name, (model, session) in sessions.items():
+            session.wait_for_screen(f"{name} woken", timeout=30)
+            assert '"stand-up now (bw-5150)"' in model.request_texts()[1]
+            assert session.exit()
