@@ -86,20 +86,26 @@ def test_inbound_policies_apply_per_recipient(rb, team):
 
 def test_a_broadcast_writes_its_messages_and_their_feed_rows_with_one_insert_each(rb, team):
     """Whatever its fan-out: the messages in one INSERT, their feed rows (each recipient's
-    session.message and message.sent, and message.held for one that holds) in another."""
+    session.message and message.sent, and message.held for one that holds) and then the
+    broadcast's own message.broadcast in another."""
     rb.api.post("/sessions/idle/inbound", {"policy": "hold"})
     with CaptureQueriesContext(connection) as queries:
         answer = broadcast(rb, body="one statement").json()
     inserts = [q["sql"].split("(", 1)[0] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
     assert inserts.count('INSERT INTO "session_message" ') == 1
-    assert inserts.count('INSERT INTO "sessions_app_event" ') == 2  # the feed rows, then message.broadcast
+    assert inserts.count('INSERT INTO "sessions_app_event" ') == 1
     by_handle = {entry["message"]: entry["to"] for entry in answer["recipients"]}
-    feed = Event.objects.filter(name__in=["session.message", "message.sent", "message.held"]).order_by("pk")
-    assert [(e.name, by_handle[f"M-{e.data['message']}"]) for e in feed] == [
+    feed = list(Event.objects.filter(name__in=["session.message", "message.sent", "message.held", "message.broadcast"]).order_by("pk"))
+    assert [(e.name, by_handle[f"M-{e.data['message']}"]) for e in feed[:-1]] == [
         ("session.message", "busy"), ("message.sent", "busy"),
         ("session.message", "idle"), ("message.sent", "idle"), ("message.held", "idle"),
         ("session.message", "desk"), ("message.sent", "desk"),
     ]  # fmt: skip
+    sender = feed[0].data["from"]
+    assert (feed[-1].name, feed[-1].data) == (
+        "message.broadcast",
+        {"broadcast": answer["broadcast"], "from": sender, "scope": answer["scope"], "dry_run": False, **answer["counts"]},
+    )
     assert {m.pk: m.recipient_name for m in SessionMessage.objects.all()} == {int(h[2:]): to for h, to in by_handle.items()}
 
 
@@ -158,6 +164,9 @@ def test_a_dry_run_reports_and_sends_nothing_but_uses_a_rate_slot(rb, team):
     assert report(answer) == {"busy": "not delivered yet", "idle": "not delivered yet", "desk": "not delivered yet"}
     assert SessionMessage.objects.count() == before
     assert Dispatch.objects.filter(sender=team["lead"], kind="dry_run").count() == 1
+    # Its feed row alone, with no message's before it.
+    (event,) = Event.objects.filter(name__startswith="message.")
+    assert (event.name, event.data["dry_run"], event.data["not delivered yet"]) == ("message.broadcast", True, 3)
 
 
 def test_one_broadcast_is_one_rate_slot_whatever_its_fan_out(rb, team, clock, settings):

@@ -45,6 +45,33 @@ def test_model_rows_come_back_as_the_orm_gives_them_converters_included(two_sess
     assert link.exact is True and link.created_at.tzinfo is not None and link._state.adding is False
 
 
+def test_a_compiled_row_is_the_instance_the_orm_makes_without_model_init(two_sessions, monkeypatch):
+    """loaded_rows builds instances without Model.__init__: each must hold what the ORM's does
+    (every field, a saved row's state) and behave as one: relations, saving, deferred fields."""
+    alpha, _ = two_sessions
+    task = Task.objects.create(title="ledger")
+    Session.objects.filter(pk=alpha.pk).update(task=task)
+
+    @compiled
+    def row_of(pk: int):
+        return Session.objects.filter(pk=pk)
+
+    built = []
+    monkeypatch.setattr(Session, "__init__", lambda *a, **k: built.append(a) or pytest.fail("Model.__init__ ran"))
+    row = row_of.first(alpha.pk)
+    monkeypatch.undo()
+    orm = Session.objects.get(pk=alpha.pk)
+    assert not built
+    assert {k: v for k, v in vars(row).items() if k != "_state"} == {k: v for k, v in vars(orm).items() if k != "_state"}
+    assert (row._state.adding, row._state.db) == (False, orm._state.db) == (False, "default")
+    assert row.get_deferred_fields() == set() and row == orm and hash(row) == hash(orm)
+    assert row.task == task and row.aliases == ["al"] and row.created_at.tzinfo is not None
+    row.title = "Alpha renamed"
+    row.save(update_fields=["title"])
+    assert Session.objects.get(pk=alpha.pk).title == "Alpha renamed"
+    assert lib.find_sessions("Alpha renamed") == [row]  # its names were rewritten by its own save()
+
+
 def test_a_name_is_a_whole_name_not_a_pattern(two_sessions):
     alpha, beta = two_sessions
     # "%" and "_" in a name are letters, not wildcards.
