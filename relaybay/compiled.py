@@ -21,7 +21,7 @@ a statement with a partial index's condition once, not on every call. A mark mus
 a whole parameter (no `…__contains`: a LIKE pattern is no index lookup). The queryset must select one
 model's own fields (no select_related, annotations or deferred fields) or be a values_list;
 a call returns model instances (made as `from_db` makes them, without `Model.__init__`:
-`loaded_rows`) or tuples.
+`loaded_rows`; a model overriding either is refused) or tuples.
 
 `insert(obj)` is the same for writing a new row: the model's INSERT built once; `insert_all(objs)`
 writes several rows of one model with one INSERT.
@@ -76,6 +76,8 @@ class Statement:
         compiler = query.get_compiler(connection=connection)
         sql, compiled_params = compiler.as_sql()
         if not self.values:
+            if self.model.__init__ is not Model.__init__ or self.model.from_db.__func__ is not Model.from_db.__func__:
+                raise TypeError(f"{self.model.__name__} makes its instances in its own way; read it with the ORM")
             self.fields = [f.attname for f in self.model._meta.concrete_fields]
             if len(compiler.select) != len(self.fields):
                 raise ValueError("a compiled queryset of model rows selects every concrete field")

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.apps import apps as django_apps
+from django.db.models import Model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
@@ -56,6 +57,7 @@ def test_a_compiled_row_is_the_instance_the_orm_makes_without_model_init(two_ses
     def row_of(pk: int):
         return Session.objects.filter(pk=pk)
 
+    assert row_of(0) == []  # compiled, before Model.__init__ is made to fail
     built = []
     monkeypatch.setattr(Session, "__init__", lambda *a, **k: built.append(a) or pytest.fail("Model.__init__ ran"))
     row = row_of.first(alpha.pk)
@@ -255,6 +257,23 @@ def test_insert_all_writes_in_batches_the_database_takes(two_sessions, monkeypat
         insert_all(feed)
     assert len(queries) == 3
     assert [(e.pk, e.data["n"]) for e in Event.objects.filter(name__startswith="z.").order_by("pk")] == [(row.pk, n) for n, row in enumerate(feed)]
+
+
+def test_a_model_that_makes_its_instances_in_its_own_way_is_not_compiled(monkeypatch):
+    """loaded_rows skips Model.__init__ and from_db: a model overriding either is refused
+    rather than loaded without what its override does."""
+    monkeypatch.setattr(Task, "__init__", lambda self, *args, **kwargs: Model.__init__(self, *args, **kwargs), raising=False)
+
+    @compiled
+    def tasks(pk: int):
+        return Task.objects.filter(pk=pk)
+
+    with pytest.raises(TypeError, match="makes its instances in its own way"):
+        tasks(1)
+    monkeypatch.undo()
+    monkeypatch.setattr(Task, "from_db", classmethod(lambda cls, db, names, values: Model.from_db.__func__(cls, db, names, values)), raising=False)
+    with pytest.raises(TypeError, match="makes its instances in its own way"):
+        Compiled(tasks.build)(1)
 
 
 def test_insert_refuses_a_model_that_saves_in_its_own_way():
