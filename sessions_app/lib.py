@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Prefetch, Q
+from django.db.models import OuterRef, Prefetch, Q, Subquery
 
 from relaybay import guidance
 from relaybay.compiled import Compiled, compiled
@@ -164,16 +164,17 @@ def with_links(row):
     return row
 
 
-def _give_links(rows, links):
-    """Each row's links, newest first as `links` come, as Session.newest_links reads them,
-    each link knowing its row."""
+def _give_links(rows, links, attr="loaded_links"):
+    """Each row's links, newest first as `links` come, each link knowing its row: as
+    Session.newest_links reads them (`loaded_links`: all of them), or only those current_link
+    chooses from (`speaking_links`: listed_sessions)."""
     by_id = {row.pk: row for row in rows}
     for row in rows:
-        row.loaded_links = []
+        setattr(row, attr, [])
     for link in links:
         row = by_id[link.session_id]
         HookLink.session.field.set_cached_value(link, row)
-        row.loaded_links.append(link)
+        getattr(row, attr).append(link)
 
 
 def links_loaded(path="links"):
@@ -195,30 +196,39 @@ LIST_LIMIT = 500
 
 def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT):
     """The rows of a task, of a folder, or live only, most recently seen first (at most
-    `limit`; None: all), each with its task and its links loaded as sessions_with_links loads
-    them: what sessions_list shows and whom a broadcast reaches. Its two statements are
-    compiled once per shape (relaybay/compiled.py): Django's prefetch built a query with every
-    row's id and a related manager per row, and made listing 82 rows 1.7x as slow (docs/mcp.md)."""
+    `limit`; None: all), each with its task and the links current_link chooses from: what
+    sessions_list shows and whom a broadcast reaches. Its two statements are compiled once per
+    shape (relaybay/compiled.py): Django's prefetch built a query with every row's id and a
+    related manager per row, and made listing 82 rows 1.7x as slow (docs/mcp.md)."""
     rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit)
     values = (task.pk if task is not None else 0, folder or "")
     rows = rows_of(*values)
-    _give_links(rows, links_of(*values))
+    _give_links(rows, links_of(*values), attr="speaking_links")
     attach_tasks(rows)
     return rows
 
 
 @functools.cache
 def _listing(by_task, by_folder, live_only, limit):
-    def rows(task_id, folder):
+    def listed(task_id, folder):
         found = Session.objects.live() if live_only else Session.objects.all()
         if by_task:
             found = found.filter(task_id=task_id)
         if by_folder:
             found = found.filter(folder=folder)
-        return found.order_by("-last_seen_at", "-id")[:limit]
+        return found.order_by("-last_seen_at", "-id")
+
+    def rows(task_id, folder):
+        return listed(task_id, folder)[:limit]
 
     def links(task_id, folder):
-        return LINKS_NEWEST_FIRST.filter(session_id__in=rows(task_id, folder).values("pk"))
+        # Only what current_link chooses from: each row's newest link, and its live exact one
+        # (a row has one at most). Every link a row ever had (one per /clear, restart or new
+        # session id) made a list of 20 rows with 50 links each 17x as slow as with one.
+        newest = HookLink.objects.filter(session_id=OuterRef("pk")).order_by("-id").values("pk")[:1]
+        newest_of_rows = listed(task_id, folder).annotate(newest=Subquery(newest))[:limit].values("newest")
+        live_exact = Q(session_id__in=rows(task_id, folder).values("pk"), exact=True, state__in=HookLink.LIVE_STATES)
+        return LINKS_NEWEST_FIRST.filter(Q(pk__in=newest_of_rows) | live_exact)
 
     return Compiled(rows, kinds=(int, str)), Compiled(links, kinds=(int, str))
 
@@ -234,8 +244,11 @@ def attach_tasks(objects):
 
 
 def current_link(session):
-    """The link that speaks for the row: its live exact link, else its newest link."""
-    links = session.newest_links()
+    """The link that speaks for the row: its live exact link, else its newest link. From the
+    links listed_sessions loaded for it when it was listed (those two), else from all of them."""
+    links = getattr(session, "speaking_links", None)
+    if links is None:
+        links = session.newest_links()
     for link in links:
         if link.exact and link.live:
             return link

@@ -208,6 +208,11 @@ class HookLink(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        indexes = [
+            # The live links of rows (Session.objects.live(): a live list, a folder's broadcast),
+            # without walking every link a row ever had: most have ended.
+            models.Index(fields=["session"], condition=Q(state__in=["busy", "idle"]), name="hooklink_live"),
+        ]
 
     def __str__(self):
         return f"{self.hook_session} → {self.session_id}"

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.apps import apps as django_apps
-from django.db.models import Model
+from django.db.models import Model, Q
 from django.db import connection
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
@@ -105,6 +105,24 @@ def test_a_name_is_looked_up_by_index_not_by_scanning_every_row(two_sessions):
             cursor.execute("EXPLAIN QUERY PLAN " + rows_sql)
             plan = [row[-1] for row in cursor.fetchall()]
         assert not [step for step in plan if step.startswith("SCAN")], plan
+
+
+def test_live_rows_are_found_by_the_live_links_index_not_by_walking_every_link(two_sessions):
+    """Most links have ended (one per /clear, restart or session id): the live rows
+    (Session.objects.live(), behind a live list and a folder's broadcast) come from the partial
+    index of live links, whose condition is the one definition of live."""
+    (index,) = [index for index in HookLink._meta.indexes if index.name == "hooklink_live"]
+    assert index.condition == Q(state__in=list(HookLink.LIVE_STATES))
+    alpha, beta = two_sessions
+    HookLink.objects.bulk_create([HookLink(hook_session=f"old-{n}", session=beta, state=HookLink.State.ENDED) for n in range(40)])
+    assert list(Session.objects.live()) == [alpha]
+    if connection.vendor == "sqlite":
+        for shape in [(False, True, True), (True, False, True)]:
+            for statement in lib._listing(*shape, lib.LIST_LIMIT):
+                with connection.cursor() as cursor:
+                    cursor.execute("EXPLAIN QUERY PLAN " + statement.statement().sql, statement.statement().params((0, "/work/a")))
+                    plan = [row[-1] for row in cursor.fetchall()]
+                assert not [step for step in plan if step.startswith("SCAN") and "hooklink_live" not in step], plan
 
 
 def test_a_rename_moves_the_rows_names(two_sessions):
@@ -334,5 +352,25 @@ def test_sessions_list_reads_each_shape_with_two_statements_as_the_orm_would(two
     assert len(queries) - len(fewer) <= 1
     rows = lib.listed_sessions(task=ledger if task else None, folder="/work/a" if folder else "", live_only=live_only)
     for row in rows:
-        assert [link.hook_session for link in row.newest_links()] == [link.hook_session for link in row.links.order_by("-id")]
-        assert all(link.session is row for link in row.newest_links())
+        # Loaded: only what current_link chooses from, newest first, each knowing its row.
+        every = list(row.links.order_by("-id"))
+        wanted = [link for link in every if link is every[0] or (link.exact and link.live)]
+        assert [link.hook_session for link in row.speaking_links] == [link.hook_session for link in wanted]
+        assert all(link.session is row for link in row.speaking_links)
+
+
+def test_a_listed_row_loads_two_links_at_most_however_many_it_had(two_sessions, api):
+    """A row gets a new link with every /clear, restart or new session id: listing it loads
+    its newest link and its live exact one, not its history, and says what the whole history
+    says."""
+    alpha, beta = two_sessions
+    for n in range(30):
+        HookLink.objects.create(hook_session=f"hook-alpha-{n}", session=alpha, state=HookLink.State.ENDED, exact=n % 2 == 0)
+        HookLink.objects.create(hook_session=f"hook-beta-{n}", session=beta, state=HookLink.State.ENDED)
+    rows = {row.pk: row for row in lib.listed_sessions()}
+    # alpha: its live exact link (the first it had) and its newest; beta: its newest alone.
+    assert [link.hook_session for link in rows[alpha.pk].speaking_links] == ["hook-alpha-29", "hook-alpha"]
+    assert [link.hook_session for link in rows[beta.pk].speaking_links] == ["hook-beta-29"]
+    fresh = {row.pk: row for row in Session.objects.all()}
+    listed = {s["handle"]: (s["link"], s["state"]) for s in api.get("/sessions_list").json()["sessions"]}
+    assert listed == {row.handle: lib.link_state(row) for row in fresh.values()} == {alpha.handle: ("exact", "idle"), beta.handle: ("guessed", "ended")}
