@@ -139,9 +139,11 @@ class Session(models.Model):
             return list(self.links.all())  # HookLink's ordering: newest first
 
     def refresh_from_db(self, using=None, fields=None, from_queryset=None):
-        # Reloading the row forgets its loaded links, as Django forgets a prefetch.
+        # Reloading the row forgets its loaded links (all, or those listed for current_link),
+        # as Django forgets a prefetch.
         if fields is None or "links" in fields:
             self.__dict__.pop("loaded_links", None)
+            self.__dict__.pop("speaking_links", None)
         super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
 
 

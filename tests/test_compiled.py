@@ -201,6 +201,12 @@ def test_a_list_of_rows_loads_each_rows_links_once_newest_first(two_sessions):
     assert [link.hook_session for link in listed.newest_links()] == ["hook-beta"]
     listed.refresh_from_db()
     assert [link.hook_session for link in listed.newest_links()] == ["hook-beta-2", "hook-beta"]
+    # And the links listed_sessions gave it for current_link.
+    (listed,) = [row for row in lib.listed_sessions() if row.pk == beta.pk]
+    HookLink.objects.create(hook_session="hook-beta-3", session=beta, exact=True, state=HookLink.State.BUSY)
+    assert lib.current_link(listed).hook_session == "hook-beta-2"
+    listed.refresh_from_db()
+    assert lib.current_link(listed).hook_session == "hook-beta-3"
 
 
 def test_datetime_marks_and_flat_values(two_sessions):
