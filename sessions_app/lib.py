@@ -172,7 +172,11 @@ def _give_links(rows, links, attr="loaded_links"):
     for row in rows:
         setattr(row, attr, [])
     for link in links:
-        row = by_id[link.session_id]
+        # A row that joined the list between the two reads (it became live, took the task)
+        # was not listed: its links are not wanted.
+        row = by_id.get(link.session_id)
+        if row is None:
+            continue
         HookLink.session.field.set_cached_value(link, row)
         getattr(row, attr).append(link)
 
@@ -225,10 +229,12 @@ def _listing(by_task, by_folder, live_only, limit):
         # Only what current_link chooses from: each row's newest link, and its live exact one
         # (a row has one at most). Every link a row ever had (one per /clear, restart or new
         # session id) made a list of 20 rows with 50 links each 17x as slow as with one.
+        # The rows' restriction stands outside the OR, so PostgreSQL too reads the listed
+        # rows' links by index rather than filtering every link there is.
         newest = HookLink.objects.filter(session_id=OuterRef("pk")).order_by("-id").values("pk")[:1]
         newest_of_rows = listed(task_id, folder).annotate(newest=Subquery(newest))[:limit].values("newest")
-        live_exact = Q(session_id__in=rows(task_id, folder).values("pk"), exact=True, state__in=HookLink.LIVE_STATES)
-        return LINKS_NEWEST_FIRST.filter(Q(pk__in=newest_of_rows) | live_exact)
+        live_exact = Q(exact=True, state__in=HookLink.LIVE_STATES)
+        return LINKS_NEWEST_FIRST.filter(Q(session_id__in=rows(task_id, folder).values("pk")), Q(pk__in=newest_of_rows) | live_exact)
 
     return Compiled(rows, kinds=(int, str)), Compiled(links, kinds=(int, str))
 

@@ -181,7 +181,7 @@ class HookLink(models.Model):
     LIVE_STATES = (State.BUSY, State.IDLE)
 
     hook_session = models.CharField(max_length=200, unique=True)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="links")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="links", db_index=False)  # hooklink_newest leads with it
     exact = models.BooleanField(default=False)
     state = models.CharField(max_length=10, choices=State, default=State.IDLE)
     turn = models.PositiveIntegerField(default=0, help_text="Counts UserPromptSubmit events")
@@ -211,6 +211,9 @@ class HookLink(models.Model):
     class Meta:
         ordering = ["-id"]
         indexes = [
+            # A row's links newest first, and its newest alone (listed_sessions): PostgreSQL
+            # otherwise walks every newer link of every row back from the newest to find it.
+            models.Index(fields=["session", "-id"], name="hooklink_newest"),
             # The live links of rows (Session.objects.live(): a live list, a folder's broadcast),
             # without walking every link a row ever had: most have ended.
             models.Index(fields=["session"], condition=Q(state__in=["busy", "idle"]), name="hooklink_live"),

@@ -125,6 +125,56 @@ def test_live_rows_are_found_by_the_live_links_index_not_by_walking_every_link(t
                 assert not [step for step in plan if step.startswith("SCAN") and "hooklink_live" not in step], plan
 
 
+def test_a_list_reads_the_links_of_its_rows_only(two_sessions):
+    """The links' statement of a list reads the listed rows' links by index, never every link
+    there is (most belong to other rows): on SQLite by its plan, on PostgreSQL by the links
+    its plan filters out, with sequential scans disfavoured as on a table of many links."""
+    alpha, beta = two_sessions
+    ledger = Task.objects.create(title="ledger")
+    Session.objects.filter(pk=alpha.pk).update(task=ledger)
+    others = Session.objects.bulk_create([Session(kind="mcp", title=f"other {i}") for i in range(40)])
+    HookLink.objects.bulk_create(
+        [HookLink(hook_session=f"old-{row.pk}-{n}", session=row, state=HookLink.State.ENDED) for row in others for n in range(50)]
+    )
+    for shape in [(True, False, False), (True, False, True), (False, True, True)]:
+        statement = lib._listing(*shape, lib.LIST_LIMIT)[1].statement()
+        params = statement.params((ledger.pk, "/work/a"))
+        with connection.cursor() as cursor:
+            if connection.vendor == "sqlite":
+                cursor.execute("EXPLAIN QUERY PLAN " + statement.sql, params)
+                plan = [row[-1] for row in cursor.fetchall()]
+                assert not [step for step in plan if step.startswith("SCAN sessions_app_hooklink")], plan
+            else:
+                cursor.execute("ANALYZE sessions_app_hooklink")
+                cursor.execute("SET LOCAL enable_seqscan = off")
+                cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement.sql, params)
+                removed = _removed_from(cursor.fetchone()[0][0]["Plan"], "sessions_app_hooklink")
+                assert removed < 50, removed
+    assert [row.pk for row in lib.listed_sessions(task=ledger)] == [alpha.pk]
+
+
+def _removed_from(plan, table):
+    """The rows of `table` a PostgreSQL plan read and filtered out, in all its nodes."""
+    removed = plan.get("Rows Removed by Filter", 0) if plan.get("Relation Name") == table else 0
+    return removed + sum(_removed_from(child, table) for child in plan.get("Plans", []))
+
+
+def test_a_row_that_joins_the_list_between_its_two_reads_is_left_out(two_sessions, monkeypatch):
+    """The rows and their links are two statements: a row that became live in between (or took
+    the task) is not listed, and its links are not wanted (rather than failing the call)."""
+    alpha, beta = two_sessions
+    rows_of, links_of = lib._listing(False, False, True, lib.LIST_LIMIT)
+
+    def rows_then_beta_goes_live(*values):
+        rows = rows_of(*values)
+        HookLink.objects.filter(hook_session="hook-beta").update(state=HookLink.State.BUSY, exact=True)
+        return rows
+
+    monkeypatch.setattr(lib, "_listing", lambda *shape: (rows_then_beta_goes_live, links_of))
+    (row,) = lib.listed_sessions(live_only=True)
+    assert row == alpha and [link.hook_session for link in row.speaking_links] == ["hook-alpha"]
+
+
 def test_a_rename_moves_the_rows_names(two_sessions):
     alpha, beta = two_sessions
     alpha.title = "Gamma"
