@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from relaybay.compiled import insert, insert_all
+from relaybay.compiled import insert_all
 from relaybay.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
 from relaybay.events import ping
 from relaybay.inputs import clean_text, parse_id
@@ -310,11 +310,10 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
     return SendResult(answer, message)
 
 
-def _write_messages(*, sender, to, body, task, parent, now, broadcast=None, then=None):
+def _write_messages(*, sender, to, body, task, parent, now, broadcast=None):
     """The message rows of one send or broadcast, one per (recipient, the name it was written
-    to, its verdict) in `to`, and their feed rows, each with one INSERT (`then`: a feed row to
-    write after theirs, the broadcast's own); then a wake-up for each recipient that may be
-    woken."""
+    to, its verdict) in `to`, and their feed rows, each with one INSERT; then a wake-up for
+    each recipient that may be woken."""
     messages = []
     for recipient, recipient_name, verdict in to:
         held = verdict.state == SessionMessage.State.HELD
@@ -347,7 +346,7 @@ def _write_messages(*, sender, to, body, task, parent, now, broadcast=None, then
         feed.append(feed_row("message.sent", session=sender.row, data={**edge, **marks}))
         if message.state == SessionMessage.State.HELD:
             feed.append(feed_row("message.held", session=recipient, data=edge))
-    insert_all(feed if then is None else [*feed, then])
+    insert_all(feed)
     if any(message.state == SessionMessage.State.HELD for message in messages):
         ping("inbox")
     wake_sessions([message.recipient for message in messages if message.state != SessionMessage.State.HELD])
@@ -436,19 +435,11 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
                 to.append((recipient, recipient.public_name, verdict))
                 written_for.append(entry)
             report.append(entry)
-        counts = {outcome: n for outcome in BROADCAST_OUTCOMES if (n := sum(1 for e in report if e["outcome"] == outcome))}
-        # The broadcast's own feed row, after its messages' (written with them when there are any).
-        announced = feed_row(
-            "message.broadcast",
-            session=sender.row,
-            data={"broadcast": dispatch.handle, "from": sender.row.handle, "scope": scope, "dry_run": dry_run, **counts},
-        )
         if to and not dry_run:
-            messages = _write_messages(sender=sender, to=to, body=body, task=task_row, parent=None, now=now, broadcast=dispatch, then=announced)
+            messages = _write_messages(sender=sender, to=to, body=body, task=task_row, parent=None, now=now, broadcast=dispatch)
             for entry, message in zip(written_for, messages, strict=True):
                 entry.update(message=message.handle, id=message.pk)
-        else:
-            insert(announced)
+        counts = {outcome: sum(1 for e in report if e["outcome"] == outcome) for outcome in BROADCAST_OUTCOMES}
         answer = {
             "broadcast": None if dry_run else dispatch.handle,
             "dry_run": dry_run,
@@ -456,7 +447,7 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             "sender": sender.name,
             "sender_verified": sender.verified,
             "recipients": report,
-            "counts": counts,
+            "counts": {k: v for k, v in counts.items() if v},
             "status": _broadcast_status(report, dry_run),
             "note": unverified_note(sender.verified),
             "request_id": request_id or None,
@@ -465,6 +456,11 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             else retry_note(request_id),
             "repeat": False,
         }
+        record_event(
+            "message.broadcast",
+            session=sender.row,
+            data={"broadcast": dispatch.handle, "from": sender.row.handle, "scope": scope, "dry_run": dry_run, **answer["counts"]},
+        )
         fleet.keep_answer(dispatch, request_id, answer)
         ping("messages", "sessions", "map", "events")
     return SendResult(answer)
