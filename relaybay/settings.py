@@ -147,12 +147,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The same safeguards however SQLite is chosen (the default, or DATABASE_URL=sqlite:///…):
     # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN so two
     # writers queue on the busy timeout instead of failing with "database is locked" when a
-    # read transaction tries to upgrade.
+    # read transaction tries to upgrade. Temporary storage in memory: a statement that writes
+    # several rows inside a transaction (a broadcast's messages) keeps a statement journal of
+    # the pages it changes, and past 64 KiB SQLite moved it into a file it created and deleted
+    # in /var/tmp, once per broadcast (docs/mcp.md, run 23).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "transaction_mode": "IMMEDIATE",
             "timeout": 30,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;",
         }
     )
     # Persistent: the API's database thread (relaybay/dbthreads.py) keeps its connection from

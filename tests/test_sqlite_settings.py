@@ -1,5 +1,5 @@
-"""relaybay's SQLite safeguards (WAL, BEGIN IMMEDIATE, a busy timeout) hold however SQLite is
-chosen: the embedded default or DATABASE_URL=sqlite:///… ."""
+"""relaybay's SQLite safeguards (WAL, BEGIN IMMEDIATE, a busy timeout) and temporary storage in
+memory hold however SQLite is chosen: the embedded default or DATABASE_URL=sqlite:///… ."""
 
 import json
 import os
@@ -18,6 +18,7 @@ from django.db import connection, transaction
 with connection.cursor() as cursor:
     journal = cursor.execute("PRAGMA journal_mode").fetchone()[0]
     busy = cursor.execute("PRAGMA busy_timeout").fetchone()[0]
+    temp_store = cursor.execute("PRAGMA temp_store").fetchone()[0]
 name = connection.settings_dict["NAME"]
 with transaction.atomic():
     connection.cursor().execute("SELECT 1")
@@ -30,7 +31,7 @@ with transaction.atomic():
     except sqlite3.OperationalError:
         locked_at_begin = True
     other.close()
-print(json.dumps({"journal": journal, "busy_ms": busy, "locked_at_begin": locked_at_begin, "name": str(name)}))
+print(json.dumps({"journal": journal, "busy_ms": busy, "locked_at_begin": locked_at_begin, "temp_store": temp_store, "name": str(name)}))
 """
 
 
@@ -45,10 +46,12 @@ def probe(tmp_path, **env):
 
 
 @pytest.mark.parametrize("via_url", [False, True], ids=["default", "DATABASE_URL"])
-def test_sqlite_runs_with_wal_begin_immediate_and_a_busy_timeout(tmp_path, via_url):
+def test_sqlite_runs_with_wal_begin_immediate_a_busy_timeout_and_temporary_storage_in_memory(tmp_path, via_url):
     env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'other.sqlite3'}"} if via_url else {}
     found = probe(tmp_path, **env)
     assert found["name"].endswith("other.sqlite3" if via_url else "relaybay.sqlite3")
     assert found["journal"] == "wal"
     assert found["busy_ms"] == 30_000
     assert found["locked_at_begin"] is True
+    # 2 is MEMORY: a broadcast's statement journal never becomes a file in /var/tmp.
+    assert found["temp_store"] == 2
