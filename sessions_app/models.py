@@ -257,8 +257,8 @@ class Event(models.Model):
 
     name = models.CharField(max_length=60, db_index=True)
     # Every hook and every send writes feed rows, so each index is paid for on every write:
-    # the row's key has none of its own (event_by_session leads with it), and no query asks
-    # by created_at alone (the feed goes by id).
+    # the row's key has none of its own (event_by_session leads with it), and nothing sorts or
+    # filters by created_at alone (the feed and the admin's time column go by id, which follows it).
     session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="events", db_index=False)
     hook_session = models.CharField(max_length=200, blank=True)
     replay = models.BooleanField(default=False)

@@ -1,6 +1,7 @@
 """Two indexes of the feed rows that no query needs, dropped: each was written with every feed
 row, and every hook and every send writes some. The row's key is the lead of event_by_session;
-nothing asks by created_at alone (the feed goes by id).
+nothing sorts or filters by created_at alone (the feed and the admin's time column go by
+id, which follows it).
 
 The indexes are dropped by name. Altering the fields on SQLite would remake the table, and
 remaking it drops the board search's triggers on it (0002_board_search)."""
