@@ -150,7 +150,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # read transaction tries to upgrade. Temporary storage in memory: a statement that writes
     # several rows inside a transaction (a broadcast's messages) keeps a statement journal of
     # the pages it changes, and past 64 KiB SQLite moved it into a file it created and deleted
-    # in /var/tmp, once per broadcast (docs/mcp.md, run 23).
+    # in /var/tmp (every broadcast in the test process, one in 30 in the bench's server;
+    # docs/mcp.md, Stop 23).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "transaction_mode": "IMMEDIATE",

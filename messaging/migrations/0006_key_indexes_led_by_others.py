@@ -8,6 +8,11 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def dropped(name, table, column):
+    """DROP INDEX by the name Django gave it; undone by making it again."""
+    return migrations.RunSQL(f"DROP INDEX {name}", f"CREATE INDEX {name} ON {table} ({column})")
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("messaging", "0005_pending_index_leads_with_delivered_at"),
@@ -50,18 +55,9 @@ class Migration(migrations.Migration):
                 ),
             ],
             database_operations=[
-                migrations.RunSQL(
-                    "DROP INDEX message_dispatch_sender_id_ae712ccc",
-                    "CREATE INDEX message_dispatch_sender_id_ae712ccc ON message_dispatch (sender_id)",
-                ),
-                migrations.RunSQL(
-                    "DROP INDEX session_message_recipient_id_4096ec61",
-                    "CREATE INDEX session_message_recipient_id_4096ec61 ON session_message (recipient_id)",
-                ),
-                migrations.RunSQL(
-                    "DROP INDEX session_message_sender_id_2056d49e",
-                    "CREATE INDEX session_message_sender_id_2056d49e ON session_message (sender_id)",
-                ),
+                dropped("message_dispatch_sender_id_ae712ccc", "message_dispatch", "sender_id"),
+                dropped("session_message_recipient_id_4096ec61", "session_message", "recipient_id"),
+                dropped("session_message_sender_id_2056d49e", "session_message", "sender_id"),
             ],
         ),
     ]

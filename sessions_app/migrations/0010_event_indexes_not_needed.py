@@ -10,6 +10,11 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def dropped(name, table, column):
+    """DROP INDEX by the name Django gave it; undone by making it again."""
+    return migrations.RunSQL(f"DROP INDEX {name}", f"CREATE INDEX {name} ON {table} ({column})")
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("sessions_app", "0009_hooklink_newest"),
@@ -37,14 +42,8 @@ class Migration(migrations.Migration):
                 ),
             ],
             database_operations=[
-                migrations.RunSQL(
-                    "DROP INDEX sessions_app_event_created_at_c38f0108",
-                    "CREATE INDEX sessions_app_event_created_at_c38f0108 ON sessions_app_event (created_at)",
-                ),
-                migrations.RunSQL(
-                    "DROP INDEX sessions_app_event_session_id_c115b7c5",
-                    "CREATE INDEX sessions_app_event_session_id_c115b7c5 ON sessions_app_event (session_id)",
-                ),
+                dropped("sessions_app_event_created_at_c38f0108", "sessions_app_event", "created_at"),
+                dropped("sessions_app_event_session_id_c115b7c5", "sessions_app_event", "session_id"),
             ],
         ),
     ]
