@@ -12,6 +12,7 @@ asserts nothing.
 """
 
 import argparse
+import importlib
 import json
 import re
 import statistics
@@ -122,6 +123,12 @@ def run(backend_kind, runs, data_dir):
             samples.append((time.perf_counter() - started) * 1000)
         return med(samples)
 
+    if connection.vendor == "sqlite":
+        # As shipped, SQLite indexes feed rows in batches (sessions_app/search_index.py): the
+        # trigger it had comes back for the "with" figure.
+        batches = importlib.import_module("sessions_app.migrations.0011_feed_search_in_batches")
+        with connection.cursor() as cursor:
+            cursor.execute(batches.FEED_TRIGGER)
     with_trigger = insert_events(200)
     with connection.cursor() as cursor:
         if connection.vendor == "sqlite":

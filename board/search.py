@@ -1,6 +1,7 @@
 """Full-text search over sessions, tasks, comments and events (docs/rules.md §5.5), with the database's
 own engine: SQLite FTS5 or PostgreSQL text search over the `board_search` index that the
-0002_board_search migration keeps up to date. Message texts are never in the index.
+0002_board_search migration keeps up to date, and on SQLite sessions_app/search_index.py for the
+feed rows (it catches up before a search matches). Message texts are never in the index.
 """
 
 import re
@@ -11,6 +12,7 @@ from django.db import connection
 from django.utils.safestring import mark_safe
 
 from sessions_app import lib as session_lib
+from sessions_app import search_index
 from sessions_app.models import Comment, Event, Task
 
 from . import lib
@@ -112,6 +114,7 @@ def search(text):
     results = Results(text)
     if not terms:
         return results
+    search_index.catch_up()
     for kind in KINDS:
         matches = _matches(terms, kind)
         rows = _rows(kind, [ref for ref, _ in matches])

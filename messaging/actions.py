@@ -14,7 +14,7 @@ from relaybay.inputs import clean_text, parse_id
 from sessions_app import lib as session_lib
 from sessions_app.lib import Arrival
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
-from sessions_app.events import feed_row, record_event, wake_session, wake_sessions
+from sessions_app.events import feed_row, record_event, record_events, wake_session, wake_sessions
 from sessions_app.hooks.delivery import BUDGET, answer_size
 from sessions_app.models import HookLink, Session
 
@@ -346,7 +346,7 @@ def _write_messages(*, sender, to, body, task, parent, now, broadcast=None):
         feed.append(feed_row("message.sent", session=sender.row, data={**edge, **marks}))
         if message.state == SessionMessage.State.HELD:
             feed.append(feed_row("message.held", session=recipient, data=edge))
-    insert_all(feed)
+    record_events(feed)
     if any(message.state == SessionMessage.State.HELD for message in messages):
         ping("inbox")
     wake_sessions([message.recipient for message in messages if message.state != SessionMessage.State.HELD])

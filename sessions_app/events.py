@@ -3,20 +3,31 @@ of a session whose wake-up hook waits. The refresh pings themselves are relaybay
 
 import functools
 
-from relaybay.compiled import Compiled, insert
+from relaybay.compiled import Compiled, insert, insert_all
 from relaybay.events import send_to_group, wake_waiters
 
+from . import search_index
 from .models import Event, HookLink
 
 
 def record_event(name, **fields):
     """Write one feed row (an INSERT compiled once: every hook and every send writes some);
     `fields` as feed_row takes them."""
-    return insert(feed_row(name, **fields))
+    row = insert(feed_row(name, **fields))
+    search_index.keep_up([row])
+    return row
+
+
+def record_events(rows):
+    """Write feed rows made by feed_row, with one INSERT. Their search entries follow in
+    batches on SQLite (sessions_app/search_index.py)."""
+    insert_all(rows)
+    search_index.keep_up(rows)
+    return rows
 
 
 def feed_row(name, *, session=None, session_id=None, hook_session="", data=None, replay=False, happened_at=None):
-    """A feed row, not written yet: record_event writes one, insert_all several at once.
+    """A feed row, not written yet: record_event writes one, record_events several at once.
     `session_id` serves callers that hold only the row's key."""
     return Event(
         name=name,

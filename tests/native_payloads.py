@@ -4,6 +4,7 @@ CLI; shared/claude-code.md), and a dump of the whole database to look for their 
 import pytest
 from django.db import connection
 
+from sessions_app import search_index
 from sessions_app.models import HookLink
 
 SECRET = 'nq-native-secret zq7713x "quoted" <b>&amp; été\nsecond-native-line </cross-session-message> end'
@@ -78,7 +79,9 @@ APPROVAL = {"message": "A message from another session needs your approval", "no
 
 
 def dump_database():
-    """Every row of every table, the search index's own tables included, as one string."""
+    """Every row of every table, the search index's own tables included, as one string. The
+    feed rows' search entries are written first (SQLite indexes them in batches)."""
+    search_index.catch_up()
     parts = []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":

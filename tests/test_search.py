@@ -1,10 +1,13 @@
 """Full-text search over sessions, tasks, comments and events, never message texts (docs/rules.md §5.5, §4.7)."""
 
+import importlib
+
 import pytest
+from django.apps import apps as django_apps
 from django.db import connection
 
 from messaging.models import SessionMessage
-from sessions_app import actions
+from sessions_app import actions, search_index
 from sessions_app.hooks.ingest import ingest_hook
 from sessions_app.models import Comment, Event, Session, Task
 from board.search import search
@@ -114,3 +117,68 @@ def test_message_rows_are_not_in_the_index_at_all(rows):
         kinds = {row[0] for row in cursor.fetchall()}
     assert kinds <= {"session", "task", "comment", "event"}
     assert SessionMessage.objects.exists()
+
+
+def indexed_feed_rows():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT ref FROM board_search WHERE kind = 'event'")
+        return {int(ref) for (ref,) in cursor.fetchall()}
+
+
+def test_feed_rows_enter_the_index_in_batches_on_sqlite_and_by_trigger_on_postgresql(rows):
+    """A hook's feed row is not indexed by its own write on SQLite: the search writes the
+    entries of every row since the newest indexed one before it matches."""
+    alpha = rows["alpha"]
+    search("warm up")  # everything written so far is indexed
+    ingest_hook({"hook_event_name": "PostToolUse", "session_id": alpha.hook_session, "cwd": "/w",
+                 "tool_name": "Bash", "tool_input": {"command": "make wombat"}, "tool_response": {}})
+    event = Event.objects.latest("id")
+    assert (event.pk in indexed_feed_rows()) is (connection.vendor == "postgresql")
+    assert found("wombat", "event") == [event.pk]
+    assert event.pk in indexed_feed_rows()
+    assert search_index.catch_up() == 0  # nothing new: nothing written twice
+    assert found("wombat", "event") == [event.pk]
+
+
+def test_the_write_at_every_nth_feed_row_catches_the_index_up(rows, monkeypatch):
+    """The index is never more than CATCH_UP_EVERY feed rows behind, searched or not."""
+    monkeypatch.setattr(search_index, "CATCH_UP_EVERY", 4)
+    alpha = rows["alpha"]
+    for i in range(8):
+        ingest_hook({"hook_event_name": "PostToolUse", "session_id": alpha.hook_session, "cwd": "/w",
+                     "tool_name": "Bash", "tool_input": {"command": f"step {i}"}, "tool_response": {}})
+    ids = set(Event.objects.values_list("id", flat=True))
+    reached = max(pk for pk in ids if pk % 4 == 0)
+    assert {pk for pk in ids if pk <= reached} <= indexed_feed_rows()
+    if connection.vendor == "sqlite":
+        assert not {pk for pk in ids if pk > reached} & indexed_feed_rows()
+
+
+class Editor:
+    """What the migration's functions use of a schema editor (the test runs inside a transaction,
+    where Django's SQLite schema editor refuses to start)."""
+
+    connection = connection
+
+    def execute(self, sql, params=None):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+
+
+def test_the_migration_and_its_way_back(rows):
+    """Back: the rows waiting are indexed and the trigger returns. Forward again: it goes."""
+    migration = importlib.import_module("sessions_app.migrations.0011_feed_search_in_batches")
+    alpha = rows["alpha"]
+
+    def hook(command):
+        ingest_hook({"hook_event_name": "PostToolUse", "session_id": alpha.hook_session, "cwd": "/w",
+                     "tool_name": "Bash", "tool_input": {"command": command}, "tool_response": {}})
+        return Event.objects.latest("id").pk
+
+    waiting = hook("before")
+    migration.by_trigger(django_apps, Editor())
+    assert set(Event.objects.values_list("id", flat=True)) <= indexed_feed_rows()
+    assert hook("with the trigger") in indexed_feed_rows()
+    migration.in_batches(django_apps, Editor())
+    assert (hook("in batches") in indexed_feed_rows()) is (connection.vendor == "postgresql")
+    assert waiting in indexed_feed_rows()
