@@ -310,10 +310,11 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
     return SendResult(answer, message)
 
 
-def _write_messages(*, sender, to, body, task, parent, now, broadcast=None):
+def _write_messages(*, sender, to, body, task, parent, now, broadcast=None, also=()):
     """The message rows of one send or broadcast, one per (recipient, the name it was written
-    to, its verdict) in `to`, and their feed rows, each with one INSERT; then a wake-up for
-    each recipient that may be woken."""
+    to, its verdict) in `to`, and their feed rows, each with one INSERT (`also`: feed rows
+    of the same write that follow theirs, a broadcast's own); then a wake-up for each
+    recipient that may be woken."""
     messages = []
     for recipient, recipient_name, verdict in to:
         held = verdict.state == SessionMessage.State.HELD
@@ -346,7 +347,7 @@ def _write_messages(*, sender, to, body, task, parent, now, broadcast=None):
         feed.append(feed_row("message.sent", session=sender.row, data={**edge, **marks}))
         if message.state == SessionMessage.State.HELD:
             feed.append(feed_row("message.held", session=recipient, data=edge))
-    record_events(feed)
+    record_events(feed + list(also))
     if any(message.state == SessionMessage.State.HELD for message in messages):
         ping("inbox")
     wake_sessions([message.recipient for message in messages if message.state != SessionMessage.State.HELD])
@@ -435,11 +436,19 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
                 to.append((recipient, recipient.public_name, verdict))
                 written_for.append(entry)
             report.append(entry)
+        counts = {outcome: sum(1 for e in report if e["outcome"] == outcome) for outcome in BROADCAST_OUTCOMES}
+        counts = {k: v for k, v in counts.items() if v}
+        announced = feed_row(
+            "message.broadcast",
+            session=sender.row,
+            data={"broadcast": dispatch.handle, "from": sender.row.handle, "scope": scope, "dry_run": dry_run, **counts},
+        )
         if to and not dry_run:
-            messages = _write_messages(sender=sender, to=to, body=body, task=task_row, parent=None, now=now, broadcast=dispatch)
+            messages = _write_messages(sender=sender, to=to, body=body, task=task_row, parent=None, now=now, broadcast=dispatch, also=[announced])
             for entry, message in zip(written_for, messages, strict=True):
                 entry.update(message=message.handle, id=message.pk)
-        counts = {outcome: sum(1 for e in report if e["outcome"] == outcome) for outcome in BROADCAST_OUTCOMES}
+        else:
+            record_events([announced])
         answer = {
             "broadcast": None if dry_run else dispatch.handle,
             "dry_run": dry_run,
@@ -447,7 +456,7 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             "sender": sender.name,
             "sender_verified": sender.verified,
             "recipients": report,
-            "counts": {k: v for k, v in counts.items() if v},
+            "counts": counts,
             "status": _broadcast_status(report, dry_run),
             "note": unverified_note(sender.verified),
             "request_id": request_id or None,
@@ -456,11 +465,6 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
             else retry_note(request_id),
             "repeat": False,
         }
-        record_event(
-            "message.broadcast",
-            session=sender.row,
-            data={"broadcast": dispatch.handle, "from": sender.row.handle, "scope": scope, "dry_run": dry_run, **answer["counts"]},
-        )
         fleet.keep_answer(dispatch, request_id, answer)
         ping("messages", "sessions", "map", "events")
     return SendResult(answer)
