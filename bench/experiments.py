@@ -15,13 +15,16 @@ relaybay's serving choices, so bench/serving.py can measure the plain alternativ
 - `asgiref-hop`: the MCP tools' and the long poll's steps (relaybay/dbthreads.py `threads.run`)
   go to their database thread through asgiref's sync_to_async, as they did before the loop's
   own executor hand-off.
+- `feed-trigger`: on SQLite, every feed row's search entry is written by a trigger with the
+  row, as before sessions_app/search_index.py wrote them in batches (the trigger that
+  migration 0011_feed_search_in_batches drops, put back when the server starts).
 """
 
 import contextlib
 import os
 
 ACTIVE = {x.strip() for x in os.environ.get("BENCH_EXPERIMENT", "").split(",") if x.strip()}
-KNOWN = {"no-db-threads", "full-chain", "waited-sends", "asgiref-hop"}
+KNOWN = {"no-db-threads", "full-chain", "waited-sends", "asgiref-hop", "feed-trigger"}
 
 
 def apply_settings(settings_globals):
@@ -67,3 +70,18 @@ def apply_app():
         dbthreads.holding_sends = _not_holding
     if "asgiref-hop" in ACTIVE:
         dbthreads.DatabaseThreads.run = _asgiref_run
+    if "feed-trigger" in ACTIVE:
+        _feed_trigger_back()
+
+
+def _feed_trigger_back():
+    import importlib
+
+    from django.db import connection
+
+    batches = importlib.import_module("sessions_app.migrations.0011_feed_search_in_batches")
+    if connection.vendor != "sqlite":
+        raise SystemExit("the feed-trigger experiment is SQLite's: PostgreSQL has the trigger as shipped")
+    with connection.cursor() as cursor:
+        cursor.execute(batches.FEED_TRIGGER.replace("CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ", 1))
+    connection.close()

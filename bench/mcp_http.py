@@ -2,7 +2,7 @@
 server (this checkout's and an older commit's), all through the official MCP SDK client.
 
     .venv/bin/python bench/mcp_http.py [--agentmail-python /tmp/agentmail-venv/bin/python]
-        [--old 38b2927] [--rounds 8] [--block 20] [--json out.json]
+        [--old 38b2927] [--rounds 8] [--block 20] [--beside EXPERIMENT] [--json out.json]
 
 Servers, on loopback:
   relaybay http    daphne on bench.empty_asgi (relaybay as `make run` serves it, embedded SQLite),
@@ -30,6 +30,10 @@ machine hits every case alike:
                    connection; stdio: the process start), initialize, tools/list, one call
   memory           resident memory added per connected session: 20 more SDK sessions
                    connected (one call each) against the server's RSS; stdio: each process's RSS
+--beside EXPERIMENT starts a second relaybay server with BENCH_EXPERIMENT=EXPERIMENT
+(bench/experiments.py), seeded alike, and interleaves its http calls and its own empty tool
+with the others: what a serving choice buys, each server against its own floor.
+
 Prints medians, p90 and ratios; asserts nothing.
 """
 
@@ -188,10 +192,9 @@ class Relaybay:
 
 
 class RelaybayHTTP:
-    label = "relaybay http"
-
-    def __init__(self, relaybay):
+    def __init__(self, relaybay, label="relaybay http"):
         self.r = relaybay
+        self.label = label
         self.turn = 0
 
     async def __aenter__(self):
@@ -390,13 +393,30 @@ async def added_rss_per_session(pid, connect, first_call):
     return (after - before) / EXTRA_SESSIONS
 
 
-async def measure(args, relaybay, agentmail, old_dir):
+HTTP_OPS = ("message_send", "messages_list (20)", "message_ack", "session_link", SESSIONS_LIST, BROADCAST, "empty tool")
+
+
+def http_cases(http):
+    return dict(
+        zip(
+            [(op, http.label) for op in HTTP_OPS],
+            [http.send, http.list, http.ack, http.link, http.sessions, http.broadcast, http.empty],
+            strict=True,
+        )
+    )
+
+
+async def measure(args, relaybay, agentmail, old_dir, beside=None):
     http = RelaybayHTTP(relaybay)
+    other = RelaybayHTTP(beside, f"http {args.beside}") if beside else None
     new_stdio = RelaybayStdio(relaybay, "relaybay stdio", sys.executable, ["-m", "relaybay.mcp.server"], tempfile.gettempdir(), {"PYTHONPATH": str(REPO_ROOT)})
     data = Path(tempfile.mkdtemp(prefix="relaybay-bench-old-stdio-"))
     old_stdio = RelaybayStdio(relaybay, "old stdio", sys.executable, [str(old_dir / "manage.py"), "mcp"], old_dir, {"RELAYBAY_DATA": str(data)})
     samples = {}
-    async with http, new_stdio, old_stdio, agentmail:
+    async with contextlib.AsyncExitStack() as stack:
+        for server in (http, new_stdio, old_stdio, agentmail, other):
+            if server is not None:
+                await stack.enter_async_context(server)
         cases = {
             ("message_send", http.label): http.send,
             ("message_send", new_stdio.label): new_stdio.send,
@@ -412,6 +432,7 @@ async def measure(args, relaybay, agentmail, old_dir):
             (BROADCAST, http.label): http.broadcast,
             ("empty tool", http.label): http.empty,
             ("health_check", agentmail.label): agentmail.empty,
+            **(http_cases(other) if other else {}),
         }
         connects = {
             http.label: lambda: timed_connect(http, "messages_list", {"session": relaybay.recipient, "limit": 1}),
@@ -423,6 +444,8 @@ async def measure(args, relaybay, agentmail, old_dir):
             for _ in range(3):
                 await fn()
         relaybay.take_in()
+        if beside:
+            beside.take_in()
         rng = random.Random(13)
         for _round in range(args.rounds):
             order = list(cases.items())
@@ -431,7 +454,7 @@ async def measure(args, relaybay, agentmail, old_dir):
                 for _ in range(args.block):
                     samples.setdefault(key, []).append(await fn())
                 if key[0] in ("message_send", BROADCAST) and key[1] != agentmail.label:
-                    relaybay.take_in()  # untimed
+                    (beside if other and key[1] == other.label else relaybay).take_in()  # untimed
                 # Each block starts with every server done with the last one's work (Agent
                 # Mail goes on writing its git archive after it answers a send).
                 await asyncio.sleep(args.settle)
@@ -454,7 +477,16 @@ async def measure(args, relaybay, agentmail, old_dir):
     return samples, memory, rows_listed
 
 
-def print_report(samples, memory, rows_listed):
+def print_beside(med, label):
+    """The experiment's server beside the shipped one: each against its own empty tool."""
+    http = "relaybay http"
+    print(f"\n{label} beside relaybay http (each ÷ its own empty tool; the experiment ÷ shipped):")
+    for op in HTTP_OPS[:-1]:
+        shipped, tried = ratio(med[(op, http)], med[("empty tool", http)]), ratio(med[(op, label)], med[("empty tool", label)])
+        print(f"  {op:22} shipped {shipped:.2f}×  {label} {tried:.2f}×  {label} ÷ shipped {ratio(med[(op, label)], med[(op, http)]):.3f}")
+
+
+def print_report(samples, memory, rows_listed, beside_label=None):
     stats = {key: summary(values) for key, values in samples.items()}
     med = {key: value["median"] for key, value in stats.items()}
     print(f"\n{'call':22} {'server':16} {'median':>10} {'p90':>10} {'n':>5}")
@@ -481,6 +513,8 @@ def print_report(samples, memory, rows_listed):
     for label, kib in memory.items():
         kind = "a process per session" if "stdio" in label else "added to the one server"
         print(f"  {label:16} {kib / 1024:7.1f} MiB  ({kind})")
+    if beside_label:
+        print_beside(med, beside_label)
     return stats
 
 
@@ -491,6 +525,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--block", type=int, default=20)
     parser.add_argument("--settle", type=float, default=0.5, help="seconds of quiet between blocks")
+    parser.add_argument("--beside", help="a bench/experiments.py experiment: a second relaybay server with it, measured alike")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if not Path(args.agentmail_python).is_file():
@@ -509,15 +544,19 @@ def main():
             (tmp / "agentmail").mkdir()
             agentmail = AgentMail(args.agentmail_python, tmp / "agentmail").start()
             try:
-                with Server(tmp / "relaybay", Backend("sqlite")) as server:
-                    relaybay = Relaybay(server)
+                with contextlib.ExitStack() as servers:
+                    relaybay = Relaybay(servers.enter_context(Server(tmp / "relaybay", Backend("sqlite"))))
                     relaybay.seed()
-                    samples, memory, rows_listed = asyncio.run(measure(args, relaybay, agentmail, old_dir))
+                    beside = None
+                    if args.beside:
+                        beside = Relaybay(servers.enter_context(Server(tmp / "beside", Backend("sqlite"), extra_env={"BENCH_EXPERIMENT": args.beside})))
+                        beside.seed()
+                    samples, memory, rows_listed = asyncio.run(measure(args, relaybay, agentmail, old_dir, beside))
             finally:
                 agentmail.stop()
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old_dir)], cwd=REPO_ROOT, capture_output=True)
-    stats = print_report(samples, memory, rows_listed)
+    stats = print_report(samples, memory, rows_listed, f"http {args.beside}" if args.beside else None)
     write_json(args.json, {"stats": {f"{op} | {label}": s for (op, label), s in stats.items()}, "memory_kib": memory, "sessions_listed": rows_listed})
 
 
