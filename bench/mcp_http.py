@@ -2,7 +2,7 @@
 server (this checkout's and an older commit's), all through the official MCP SDK client.
 
     .venv/bin/python bench/mcp_http.py [--agentmail-python /tmp/agentmail-venv/bin/python]
-        [--old 38b2927] [--rounds 8] [--block 20] [--beside EXPERIMENT] [--json out.json]
+        [--old 38b2927] [--rounds 8] [--block 20] [--beside EXPERIMENT [--http-only]] [--json out.json]
 
 Servers, on loopback:
   relaybay http    daphne on bench.empty_asgi (relaybay as `make run` serves it, embedded SQLite),
@@ -32,7 +32,9 @@ machine hits every case alike:
                    connected (one call each) against the server's RSS; stdio: each process's RSS
 --beside EXPERIMENT starts a second relaybay server with BENCH_EXPERIMENT=EXPERIMENT
 (bench/experiments.py), seeded alike, and interleaves its http calls and its own empty tool
-with the others: what a serving choice buys, each server against its own floor.
+with the others: what a serving choice buys, each server against its own floor. With
+--http-only the stdio servers and Agent Mail are left out, so the two servers get the same
+calls (the stdio servers' calls go to the first one's database).
 
 Prints medians, p90 and ratios; asserts nothing.
 """
@@ -414,10 +416,10 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
     old_stdio = RelaybayStdio(relaybay, "old stdio", sys.executable, [str(old_dir / "manage.py"), "mcp"], old_dir, {"RELAYBAY_DATA": str(data)})
     samples = {}
     async with contextlib.AsyncExitStack() as stack:
-        for server in (http, new_stdio, old_stdio, agentmail, other):
+        for server in (http, other) if args.http_only else (http, new_stdio, old_stdio, agentmail, other):
             if server is not None:
                 await stack.enter_async_context(server)
-        cases = {
+        cases = {**http_cases(http), **(http_cases(other) if other else {})} if args.http_only else {
             ("message_send", http.label): http.send,
             ("message_send", new_stdio.label): new_stdio.send,
             ("message_send", old_stdio.label): old_stdio.send,
@@ -434,7 +436,7 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
             ("health_check", agentmail.label): agentmail.empty,
             **(http_cases(other) if other else {}),
         }
-        connects = {
+        connects = {} if args.http_only else {
             http.label: lambda: timed_connect(http, "messages_list", {"session": relaybay.recipient, "limit": 1}),
             new_stdio.label: lambda: timed_connect(new_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1}),
             old_stdio.label: lambda: timed_connect(old_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1}),
@@ -453,7 +455,7 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
             for key, fn in order:
                 for _ in range(args.block):
                     samples.setdefault(key, []).append(await fn())
-                if key[0] in ("message_send", BROADCAST) and key[1] != agentmail.label:
+                if key[0] in ("message_send", BROADCAST) and key[1] != AgentMail.label:
                     (beside if other and key[1] == other.label else relaybay).take_in()  # untimed
                 # Each block starts with every server done with the last one's work (Agent
                 # Mail goes on writing its git archive after it answers a send).
@@ -465,7 +467,7 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
                 for _ in range(2):
                     samples.setdefault(("connect to first answer", label), []).append(await fn())
         rows_listed = await http.sessions_listed()
-        memory = {
+        memory = {} if args.http_only else {
             http.label: await added_rss_per_session(
                 relaybay.server.pids[0], http.connect, lambda s: s.call_tool("messages_list", {"session": relaybay.recipient, "limit": 1})
             ),
@@ -492,6 +494,9 @@ def print_report(samples, memory, rows_listed, beside_label=None):
     print(f"\n{'call':22} {'server':16} {'median':>10} {'p90':>10} {'n':>5}")
     for (op, label), s in stats.items():
         print(f"{op:22} {label:16} {fmt_ms(s['median']):>10} {fmt_ms(s['p90']):>10} {s['n']:>5}")
+    if not memory:  # --http-only
+        print_beside(med, beside_label)
+        return stats
     http, stdio, old, am = "relaybay http", "relaybay stdio", "old stdio", "Agent Mail"
     floor = med[("empty tool", http)]
     print("\nratios (medians):")
@@ -526,9 +531,12 @@ def main():
     parser.add_argument("--block", type=int, default=20)
     parser.add_argument("--settle", type=float, default=0.5, help="seconds of quiet between blocks")
     parser.add_argument("--beside", help="a bench/experiments.py experiment: a second relaybay server with it, measured alike")
+    parser.add_argument("--http-only", action="store_true", help="with --beside: only the two relaybay servers' http calls, so both get the same calls")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
-    if not Path(args.agentmail_python).is_file():
+    if args.http_only and not args.beside:
+        parser.error("--http-only compares two relaybay servers: name an experiment with --beside")
+    if not args.http_only and not Path(args.agentmail_python).is_file():
         sys.exit(
             f"{args.agentmail_python} does not exist: this benchmark runs MCP Agent Mail 0.1.0 from a virtualenv of its own. "
             "Make one (python3.13 -m venv /tmp/agentmail-venv && /tmp/agentmail-venv/bin/pip install mcp-agent-mail==0.1.0) "
@@ -542,7 +550,7 @@ def main():
         subprocess.run(["git", "worktree", "add", "--detach", str(old_dir), args.old], cwd=REPO_ROOT, capture_output=True, check=True)
         try:
             (tmp / "agentmail").mkdir()
-            agentmail = AgentMail(args.agentmail_python, tmp / "agentmail").start()
+            agentmail = None if args.http_only else AgentMail(args.agentmail_python, tmp / "agentmail").start()
             try:
                 with contextlib.ExitStack() as servers:
                     relaybay = Relaybay(servers.enter_context(Server(tmp / "relaybay", Backend("sqlite"))))
@@ -553,7 +561,8 @@ def main():
                         beside.seed()
                     samples, memory, rows_listed = asyncio.run(measure(args, relaybay, agentmail, old_dir, beside))
             finally:
-                agentmail.stop()
+                if agentmail:
+                    agentmail.stop()
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old_dir)], cwd=REPO_ROOT, capture_output=True)
     stats = print_report(samples, memory, rows_listed, f"http {args.beside}" if args.beside else None)
