@@ -34,7 +34,8 @@ machine hits every case alike:
 (bench/experiments.py), seeded alike, and interleaves its http calls and its own empty tool
 with the others: what a serving choice buys, each server against its own floor. With
 --http-only the stdio servers and Agent Mail are left out, so the two servers get the same
-calls (the stdio servers' calls go to the first one's database).
+calls (the stdio servers' calls go to the first one's database); give it --settle 1.5, so each
+of the 20 senders stays under 10 sends a minute without the other cases' blocks between.
 
 Prints medians, p90 and ratios; asserts nothing.
 """
