@@ -130,6 +130,13 @@ TOOL_EVENTS = [
         {"tool_input": {"session": "bob"}, "tool_response": {"messages": [{"body": json.dumps(SECRET)}]}},
     ),
     ("PostToolUse", "mcp__relaybay-dev__message_send", {"tool_input": {"body": SECRET}, "tool_response": SECRET}),
+    ("PreToolUse", "mcp__relaybay__message_broadcast", {"tool_input": {"folder": "/w", "body": SECRET}}),
+    ("PermissionRequest", "mcp__relaybay__message_broadcast", {"tool_input": {"folder": "/w", "body": SECRET}}),
+    (
+        "PostToolUse",
+        "mcp__relaybay__message_broadcast",
+        {"tool_input": {"folder": "/w", "body": SECRET}, "tool_response": [{"type": "text", "text": '{"broadcast": "B-1"}'}]},
+    ),
 ]
 
 
@@ -167,3 +174,33 @@ def test_a_wake_up_handed_back_as_the_next_prompt_is_not_stored(rb, pair):
     assert recorded.data["prompt"] == "[not stored: message text]"
     assert_no_text_in_events()
     assert not search("zq-secret").total
+
+
+def test_the_migration_takes_a_broadcasts_text_out_of_events_stored_before(rb, pair):
+    """Events stored before message_broadcast was among the message tools lose its text, and
+    their search entries follow (written again from what is left)."""
+    import importlib
+
+    from django.apps import apps as django_apps
+
+    from board.search import search
+    from tests.test_search import Editor
+
+    def leaked(name):
+        return Event.objects.create(
+            name=f"hook.{name}", hook_session="hook-a",
+            data={"tool_name": "mcp__relaybay__message_broadcast", "tool_input": {"folder": "/w", "body": SECRET}},
+        )  # fmt: skip
+
+    indexed = leaked("PreToolUse")
+    assert [row.pk for row in search("zq secret").hits["event"]] == [indexed.pk]  # written, then indexed
+    waiting = leaked("PostToolUse")  # written, not indexed yet on SQLite
+    migration = importlib.import_module("sessions_app.migrations.0012_broadcast_text_not_stored")
+    migration.text_not_stored(django_apps, Editor())
+    for event in (indexed, waiting):
+        event.refresh_from_db()
+        assert event.data["tool_input"] == "[not stored: message text]"
+    assert search("zq secret").hits["event"] == []
+    assert indexed.pk in {row.pk for row in search("PreToolUse relaybay broadcast").hits["event"]}
+    assert waiting.pk in {row.pk for row in search("PostToolUse relaybay broadcast").hits["event"]}
+    assert_no_text_in_events()

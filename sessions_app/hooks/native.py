@@ -18,7 +18,7 @@ from django.conf import settings
 
 SEND_TOOL = "SendMessage"
 # relaybay's own MCP tools whose inputs and results carry message text (docs/rules.md §4.7).
-RELAYBAY_MESSAGE_TOOLS = ("__message_send", "__messages_list")
+RELAYBAY_MESSAGE_TOOLS = ("__message_send", "__message_broadcast", "__messages_list")
 NOT_STORED = "[not stored: message text]"
 # SendMessage's fields that hold no text: addressing and outcome. Every other field is text
 # or may quote it (`message` and `content` are the message, `summary` the sender's line about

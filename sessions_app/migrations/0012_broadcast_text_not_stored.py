@@ -1,0 +1,49 @@
+"""A broadcast's text was stored with the hook events of its tool call: `message_broadcast` was
+missing from the message tools whose inputs and results are never stored (docs/rules.md §4.7,
+sessions_app/hooks/native.py). Those events lose the text here, and their board search entries
+are written again from what is left (a feed row's entry is only ever written, never updated)."""
+
+import importlib
+
+from django.db import migrations
+
+NOT_STORED = "[not stored: message text]"
+SEARCH = importlib.import_module("sessions_app.migrations.0002_board_search")
+
+
+def _entry_again(cursor, vendor, event_id):
+    """Its search entry, if it has one, written again from the row as it is now."""
+    if vendor == "sqlite":
+        kind, code, _, title, body = SEARCH.SQLITE_SOURCES["sessions_app_event"]
+        cursor.execute("SELECT 1 FROM board_search WHERE rowid = %s", [event_id * 4 + code])
+        if cursor.fetchone() is None:
+            return  # not indexed yet: the search's catch-up writes it (sessions_app/search_index.py)
+        cursor.execute("DELETE FROM board_search WHERE rowid = %s", [event_id * 4 + code])
+        columns = "rowid, kind, ref, title, body"
+    else:
+        kind, code, _, title, body = SEARCH.PG_SOURCES["sessions_app_event"]
+        cursor.execute("DELETE FROM board_search WHERE id = %s", [event_id * 4 + code])
+        columns = "id, kind, ref, title, body"
+    cursor.execute(
+        f"INSERT INTO board_search ({columns}) SELECT R.id * 4 + {code}, '{kind}', R.id, {title}, {body}"
+        " FROM sessions_app_event AS R WHERE R.id = %s",
+        [event_id],
+    )
+
+
+def text_not_stored(apps, schema_editor):
+    Event = apps.get_model("sessions_app", "Event")
+    calls = Event.objects.filter(name__startswith="hook.", data__tool_name__endswith="__message_broadcast")
+    with schema_editor.connection.cursor() as cursor:
+        for event in calls.iterator():
+            data = dict(event.data)
+            kept = {key: NOT_STORED for key in ("tool_input", "tool_response") if key in data and data[key] != NOT_STORED}
+            if kept:
+                Event.objects.filter(pk=event.pk).update(data={**data, **kept})
+                _entry_again(cursor, schema_editor.connection.vendor, event.pk)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("sessions_app", "0011_feed_search_in_batches")]
+
+    operations = [migrations.RunPython(text_not_stored, migrations.RunPython.noop)]
