@@ -123,6 +123,16 @@ TOOL_EVENTS = [
         "mcp__relaybay__message_send",
         {"tool_input": {"to": "bob", "body": SECRET}, "error": "too long"},
     ),
+    (
+        # The MCP SDK's error for a body that is not text quotes it.
+        "PostToolUseFailure",
+        "mcp__relaybay__message_broadcast",
+        {
+            "tool_input": {"folder": "/w", "body": {"text": SECRET}},
+            "error": f"Error executing tool message_broadcast: 1 validation error for message_broadcastArguments\nbody\n"
+            f"  Input should be a valid string [type=string_type, input_value={{'text': {SECRET!r}}}, input_type=dict]",
+        },
+    ),
     ("PreToolUse", "mcp__relaybay__messages_list", {"tool_input": {"session": "bob"}}),
     (
         "PostToolUse",
@@ -146,7 +156,7 @@ def test_hook_events_of_message_tool_calls_never_store_the_text(rb, pair, event,
     rb.hook(event, "hook-a", tool_name=tool_name, tool_use_id="toolu_1", **fields)
     [recorded] = new_events(since, f"hook.{event}")
     assert recorded.data["tool_name"] == tool_name
-    for key in ("tool_input", "tool_response"):
+    for key in ("tool_input", "tool_response", "error"):
         if key in fields:
             assert recorded.data[key] == "[not stored: message text]"
     assert_no_text_in_events()
@@ -186,20 +196,22 @@ def test_the_migration_takes_a_broadcasts_text_out_of_events_stored_before(rb, p
     from board.search import search
     from tests.test_search import Editor
 
-    def leaked(name):
+    def leaked(name, tool="mcp__relaybay__message_broadcast", **data):
         return Event.objects.create(
             name=f"hook.{name}", hook_session="hook-a",
-            data={"tool_name": "mcp__relaybay__message_broadcast", "tool_input": {"folder": "/w", "body": SECRET}},
+            data={"tool_name": tool, "tool_input": {"folder": "/w", "body": SECRET}, **data},
         )  # fmt: skip
 
     indexed = leaked("PreToolUse")
     assert [row.pk for row in search("zq secret").hits["event"]] == [indexed.pk]  # written, then indexed
     waiting = leaked("PostToolUse")  # written, not indexed yet on SQLite
+    failed = leaked("PostToolUseFailure", "mcp__relaybay__message_send", error=f"input_value={SECRET!r}")
     migration = importlib.import_module("sessions_app.migrations.0012_broadcast_text_not_stored")
     migration.text_not_stored(django_apps, Editor())
-    for event in (indexed, waiting):
+    for event in (indexed, waiting, failed):
         event.refresh_from_db()
         assert event.data["tool_input"] == "[not stored: message text]"
+    assert failed.data["error"] == "[not stored: message text]"
     assert search("zq secret").hits["event"] == []
     assert indexed.pk in {row.pk for row in search("PreToolUse relaybay broadcast").hits["event"]}
     assert waiting.pk in {row.pk for row in search("PostToolUse relaybay broadcast").hits["event"]}

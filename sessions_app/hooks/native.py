@@ -157,14 +157,16 @@ def _marks(items):
 
 
 def without_message_text(payload):
-    """The payload as it may be stored (docs/rules.md §4.7, §4.9): relaybay's message tools' inputs and
-    results, SendMessage's text fields, and every prompt that carries a cross-session message,
+    """The payload as it may be stored (docs/rules.md §4.7, §4.9): relaybay's message tools' inputs,
+    results and errors, SendMessage's text fields, and every prompt that carries a cross-session message,
     a delivery notice or a relaybay message (a wake-up handed back as a prompt) replaced by
     NOT_STORED; of those prompts only kinds, ids and names stay."""
     tool = payload.get("tool_name") or ""
     data = dict(payload)
     if isinstance(tool, str) and tool.endswith(RELAYBAY_MESSAGE_TOOLS):
-        for key in ("tool_input", "tool_response"):
+        # A failure's error may quote the input: the MCP SDK's validation error does
+        # ("input_value={'text': …}" for a body that is not text).
+        for key in ("tool_input", "tool_response", "error"):
             if key in data:
                 data[key] = NOT_STORED
     elif tool == SEND_TOOL:

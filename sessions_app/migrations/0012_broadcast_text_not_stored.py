@@ -1,11 +1,13 @@
-"""A broadcast's text was stored with the hook events of its tool call: `message_broadcast` was
-missing from the message tools whose inputs and results are never stored (docs/rules.md §4.7,
-sessions_app/hooks/native.py). Those events lose the text here, and their board search entries
-are written again from what is left (a feed row's entry is only ever written, never updated)."""
+"""Message text that was stored with hook events (docs/rules.md §4.7, sessions_app/hooks/native.py):
+a broadcast's, with every hook event of its tool call (`message_broadcast` was missing from the
+message tools whose inputs and results are never stored), and any message tool's in a failure's
+`error`, which the MCP SDK's validation error quotes. Those events lose it here, and their board
+search entries are written again from what is left (a feed row's entry is never updated)."""
 
 import importlib
 
 from django.db import migrations
+from django.db.models import Q
 
 NOT_STORED = "[not stored: message text]"
 SEARCH = importlib.import_module("sessions_app.migrations.0002_board_search")
@@ -33,11 +35,14 @@ def _entry_again(cursor, vendor, event_id):
 
 def text_not_stored(apps, schema_editor):
     Event = apps.get_model("sessions_app", "Event")
-    calls = Event.objects.filter(name__startswith="hook.", data__tool_name__endswith="__message_broadcast")
+    tools = Q()
+    for tool in ("__message_send", "__message_broadcast", "__messages_list"):
+        tools |= Q(data__tool_name__endswith=tool)
+    calls = Event.objects.filter(tools, name__startswith="hook.")
     with schema_editor.connection.cursor() as cursor:
         for event in calls.iterator():
             data = dict(event.data)
-            kept = {key: NOT_STORED for key in ("tool_input", "tool_response") if key in data and data[key] != NOT_STORED}
+            kept = {key: NOT_STORED for key in ("tool_input", "tool_response", "error") if key in data and data[key] != NOT_STORED}
             if kept:
                 Event.objects.filter(pk=event.pk).update(data={**data, **kept})
                 _entry_again(cursor, schema_editor.connection.vendor, event.pk)
