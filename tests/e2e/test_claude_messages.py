@@ -402,9 +402,10 @@ def test_a_broadcast_from_one_session_reaches_two_other_sessions_models(agents, 
         }
         assert report["sender_verified"] is True
         # The text never reaches the feed: not the broadcast's tool call in a's hooks either.
-        calls = query(live_relaybay, "select data from sessions_app_event where data like ?", f"%{BROADCAST}%")
+        stored = "select cast(data as text) from sessions_app_event where cast(data as text) like ?"
+        calls = query(live_relaybay, stored, f"%{BROADCAST}%")
         assert calls and not [data for (data,) in calls if "bc-5772" in data]
-        assert not query(live_relaybay, "select id from sessions_app_event where data like '%bc-5772%'")
+        assert not query(live_relaybay, stored, "%bc-5772%")
     finally:
         go.touch()
     for run, _ in runs.values():
