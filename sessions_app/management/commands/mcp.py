@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 
 class Command(BaseCommand):
     help = (
-        "Run relaybay's MCP server over stdio (message_send, messages_list, message_ack, session_link, "
+        "Run relaybay's MCP server over stdio (message_send, message_broadcast, messages_list, message_ack, session_link, "
         "sessions_list). It talks to relaybay's JSON API at RELAYBAY_URL with RELAYBAY_TOKEN, both taken "
         "from relaybay's settings. relaybay serves the same tools over http at /mcp itself; "
         "`python manage.py claude_config --mcp --mcp-stdio` prints the Claude Code entry for this one."
