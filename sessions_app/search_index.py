@@ -1,5 +1,5 @@
 """The board search's entries of feed rows on SQLite, written in batches off the write path
-(docs/rules.md §5.5, docs/mcp.md "Feed rows indexed in batches").
+(docs/rules.md §5.5; what it buys: docs/mcp.md, "Stop 26").
 
 Sessions, tasks and comments enter the index (board_search) by triggers as they are written
 (0002_board_search). Feed rows are the rows written most: every hook writes one, a send two,
