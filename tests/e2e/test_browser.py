@@ -187,6 +187,23 @@ def test_a_tour_of_every_page(page, live):
     expect(page.locator("#map-svg")).to_contain_text("ui-review")
 
 
+def test_the_search_finds_a_hook_written_just_now_and_never_a_message_text(page, live):
+    """docs/rules.md §5.5, §4.7: the search indexes the feed rows written since the last one it
+    indexed before it matches (SQLite writes them in batches); a message's text, sent or in the
+    hook events of a message tool's call, is never found."""
+    live.hook("PreToolUse", "hook-alpha", cwd="/work/alpha", tool_name="Bash", tool_input={"command": "make wombat-7731"})
+    broadcast = {"folder": "/work", "body": "numbat-5519: freeze merges"}
+    live.hook("PreToolUse", "hook-alpha", cwd="/work/alpha", tool_name="mcp__relaybay__message_broadcast", tool_input=broadcast)
+    send(live, "numbat-5519 again", "beta", "alpha", "hook-alpha")
+    page.goto(f"{live.url}/search/?q=wombat")
+    expect(page.locator("main")).to_contain_text("make wombat-7731")
+    page.goto(f"{live.url}/search/?q=numbat")
+    expect(page.locator("main")).to_contain_text("0 results")
+    page.goto(f"{live.url}/search/?q=PreToolUse relaybay broadcast")
+    expect(page.locator("main")).to_contain_text("[not stored: message text]")
+    shot(page, "search-feed")
+
+
 def test_a_ping_crosses_server_processes_through_redis(browser, tmp_path):
     """docs/rules.md §5.6 scale-out: the page is served by one process, the message is sent to
     another; the ping reaches the page through the Redis channel layer."""
