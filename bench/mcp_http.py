@@ -34,8 +34,8 @@ machine hits every case alike:
 (bench/experiments.py), seeded alike, and interleaves its http calls and its own empty tool
 with the others: what a serving choice buys, each server against its own floor. With
 --http-only the stdio servers and Agent Mail are left out, so the two servers get the same
-calls (the stdio servers' calls go to the first one's database); give it --settle 1.5, so each
-of the 20 senders stays under 10 sends a minute without the other cases' blocks between.
+calls (the stdio servers' calls go to the first one's database); its blocks are 1.5 s apart,
+so each of the 20 senders stays under 10 sends a minute without the other cases between.
 
 Prints medians, p90 and ratios; asserts nothing.
 """
@@ -420,23 +420,17 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
         for server in (http, other) if args.http_only else (http, new_stdio, old_stdio, agentmail, other):
             if server is not None:
                 await stack.enter_async_context(server)
-        cases = {**http_cases(http), **(http_cases(other) if other else {})} if args.http_only else {
-            ("message_send", http.label): http.send,
-            ("message_send", new_stdio.label): new_stdio.send,
-            ("message_send", old_stdio.label): old_stdio.send,
-            ("message_send", agentmail.label): agentmail.send,
-            ("messages_list (20)", http.label): http.list,
-            ("messages_list (20)", new_stdio.label): new_stdio.list,
-            ("messages_list (20)", old_stdio.label): old_stdio.list,
-            ("messages_list (20)", agentmail.label): agentmail.list,
-            ("message_ack", http.label): http.ack,
-            ("session_link", http.label): http.link,
-            (SESSIONS_LIST, http.label): http.sessions,
-            (BROADCAST, http.label): http.broadcast,
-            ("empty tool", http.label): http.empty,
-            ("health_check", agentmail.label): agentmail.empty,
-            **(http_cases(other) if other else {}),
-        }
+        cases = {**http_cases(http), **(http_cases(other) if other else {})}
+        if not args.http_only:
+            cases |= {
+                ("message_send", new_stdio.label): new_stdio.send,
+                ("message_send", old_stdio.label): old_stdio.send,
+                ("message_send", agentmail.label): agentmail.send,
+                ("messages_list (20)", new_stdio.label): new_stdio.list,
+                ("messages_list (20)", old_stdio.label): old_stdio.list,
+                ("messages_list (20)", agentmail.label): agentmail.list,
+                ("health_check", agentmail.label): agentmail.empty,
+            }
         connects = {} if args.http_only else {
             http.label: lambda: timed_connect(http, "messages_list", {"session": relaybay.recipient, "limit": 1}),
             new_stdio.label: lambda: timed_connect(new_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1}),
@@ -489,13 +483,13 @@ def print_beside(med, label):
         print(f"  {op:22} shipped {shipped:.2f}×  {label} {tried:.2f}×  {label} ÷ shipped {ratio(med[(op, label)], med[(op, http)]):.3f}")
 
 
-def print_report(samples, memory, rows_listed, beside_label=None):
+def print_report(samples, memory, rows_listed, beside_label=None, http_only=False):
     stats = {key: summary(values) for key, values in samples.items()}
     med = {key: value["median"] for key, value in stats.items()}
     print(f"\n{'call':22} {'server':16} {'median':>10} {'p90':>10} {'n':>5}")
     for (op, label), s in stats.items():
         print(f"{op:22} {label:16} {fmt_ms(s['median']):>10} {fmt_ms(s['p90']):>10} {s['n']:>5}")
-    if not memory:  # --http-only
+    if http_only:
         print_beside(med, beside_label)
         return stats
     http, stdio, old, am = "relaybay http", "relaybay stdio", "old stdio", "Agent Mail"
@@ -530,13 +524,16 @@ def main():
     parser.add_argument("--old", default="38b2927", help="a commit whose stdio server builds its HTTP client per call (before issue 13)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--block", type=int, default=20)
-    parser.add_argument("--settle", type=float, default=0.5, help="seconds of quiet between blocks")
+    parser.add_argument("--settle", type=float, help="seconds of quiet between blocks (0.5; 1.5 with --http-only)")
     parser.add_argument("--beside", help="a bench/experiments.py experiment: a second relaybay server with it, measured alike")
     parser.add_argument("--http-only", action="store_true", help="with --beside: only the two relaybay servers' http calls, so both get the same calls")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
     if args.http_only and not args.beside:
         parser.error("--http-only compares two relaybay servers: name an experiment with --beside")
+    if args.settle is None:
+        # Without the other cases' blocks between, each of the 20 senders would pass 10 sends a minute.
+        args.settle = 1.5 if args.http_only else 0.5
     if not args.http_only and not Path(args.agentmail_python).is_file():
         sys.exit(
             f"{args.agentmail_python} does not exist: this benchmark runs MCP Agent Mail 0.1.0 from a virtualenv of its own. "
@@ -566,7 +563,7 @@ def main():
                     agentmail.stop()
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old_dir)], cwd=REPO_ROOT, capture_output=True)
-    stats = print_report(samples, memory, rows_listed, f"http {args.beside}" if args.beside else None)
+    stats = print_report(samples, memory, rows_listed, f"http {args.beside}" if args.beside else None, args.http_only)
     write_json(args.json, {"stats": {f"{op} | {label}": s for (op, label), s in stats.items()}, "memory_kib": memory, "sessions_listed": rows_listed})
 
 

@@ -34,14 +34,10 @@ INDEX_AFTER = (
 )
 
 
-def in_batches():
-    """Whether feed rows are indexed here rather than by a trigger."""
-    return connection.vendor == "sqlite"
-
-
 def catch_up():
-    """Index every feed row written since the newest indexed one; returns how many."""
-    if not in_batches():
+    """Index every feed row written since the newest indexed one; returns how many. (On
+    PostgreSQL the trigger has indexed each already.)"""
+    if connection.vendor != "sqlite":
         return 0
     with transaction.atomic(), connection.cursor() as cursor:
         return index_newer(cursor)

@@ -216,3 +216,21 @@ def test_the_migration_takes_a_broadcasts_text_out_of_events_stored_before(rb, p
     assert indexed.pk in {row.pk for row in search("PreToolUse relaybay broadcast").hits["event"]}
     assert waiting.pk in {row.pk for row in search("PostToolUse relaybay broadcast").hits["event"]}
     assert_no_text_in_events()
+
+
+def test_every_mcp_tool_is_decided_as_carrying_message_text_or_not():
+    """A seventh tool cannot be added without saying whether its calls carry message text:
+    message_broadcast was once left out of the tools whose hook fields are not stored."""
+    import asyncio
+
+    from relaybay.mcp import CARRIES_MESSAGE_TEXT
+    from relaybay.mcp.tools import build_server
+    from sessions_app.hooks.native import RELAYBAY_MESSAGE_TOOLS
+
+    tools = asyncio.run(build_server(object()).list_tools())
+    assert {tool.name for tool in tools} == set(CARRIES_MESSAGE_TEXT)
+    # Any tool with a body parameter carries text.
+    for tool in tools:
+        if "body" in tool.input_schema["properties"]:
+            assert CARRIES_MESSAGE_TEXT[tool.name], tool.name
+            assert f"mcp__relaybay__{tool.name}".endswith(RELAYBAY_MESSAGE_TOOLS)

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from relaybay.mcp import CARRIES_MESSAGE_TEXT
+
 SEND_TOOL = "SendMessage"
-# relaybay's own MCP tools whose inputs and results carry message text (docs/rules.md §4.7).
-RELAYBAY_MESSAGE_TOOLS = ("__message_send", "__message_broadcast", "__messages_list")
+# relaybay's own MCP tools whose calls carry message text, as Claude Code names them
+# (mcp__<server>__<tool>, whatever the server is called in the config).
+RELAYBAY_MESSAGE_TOOLS = tuple(f"__{tool}" for tool, carries in CARRIES_MESSAGE_TEXT.items() if carries)
 NOT_STORED = "[not stored: message text]"
 # SendMessage's fields that hold no text: addressing and outcome. Every other field is text
 # or may quote it (`message` and `content` are the message, `summary` the sender's line about
