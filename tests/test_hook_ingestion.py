@@ -41,8 +41,11 @@ def test_it_answers_an_unknown_event_with_an_empty_object_and_records_it(hook):
         ("[1, 2]", "must be a JSON object"),
         (json.dumps({"hook_event_name": "Stop"}), "no session_id"),
         (json.dumps({"session_id": "h-1"}), "no hook_event_name"),
-        (json.dumps({"session_id": "", "hook_event_name": "Stop"}), "no session_id"),
-        (json.dumps({"session_id": 12, "hook_event_name": "Stop"}), "no session_id"),
+        (json.dumps({"session_id": None, "hook_event_name": "Stop"}), "has no session_id"),
+        (json.dumps({"session_id": " ", "hook_event_name": "Stop"}), "has a blank session_id"),
+        (json.dumps({"session_id": 12, "hook_event_name": "Stop"}), "has a session_id that is not text (a JSON number)"),
+        (json.dumps({"session_id": ["h-1"], "hook_event_name": "Stop"}), "has a session_id that is not text (a JSON array)"),
+        (json.dumps({"session_id": "h-1", "hook_event_name": {"a": 1}}), "has a hook_event_name that is not text (a JSON object)"),
     ],
 )
 def test_it_refuses_bad_payloads_and_writes_nothing(hook, body, sentence):

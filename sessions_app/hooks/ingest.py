@@ -47,13 +47,28 @@ def check_payload(payload):
     if not isinstance(payload, dict):
         raise InvalidInput("The hook payload must be a JSON object, as Claude Code sends it.")
     for key, limit in IDENTIFIERS.items():
-        if not isinstance(payload.get(key), str) or not payload[key].strip():
-            raise InvalidInput(f"The hook payload has no {key}; send the payload exactly as Claude Code gives it.")
+        value = payload.get(key)
+        if value is None:
+            wrong = f"has no {key}"
+        elif not isinstance(value, str):
+            wrong = f"has a {key} that is not text (a JSON {_json_kind(value)})"
+        elif not value.strip():
+            wrong = f"has a blank {key}"
+        else:
+            wrong = ""
+        if wrong:
+            raise InvalidInput(f"The hook payload {wrong}; send the payload exactly as Claude Code gives it.")
         check_identifier(payload[key], what=f"hook payload's {key}", max_length=limit)
     for key, limit in OPTIONAL_IDENTIFIERS.items():
         check_identifier(payload.get(key), what=f"hook payload's {key}", max_length=limit, required=False)
     keys = {*IDENTIFIERS, *OPTIONAL_IDENTIFIERS}
     return {clean_text(k): (v if k in keys else clean_json(v)) for k, v in payload.items()}
+
+
+def _json_kind(value):
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", int: "number", float: "number"}.get(type(value), type(value).__name__)
 
 
 def _clip(value, limit):
