@@ -10,7 +10,10 @@ Adds, next to relaybay's own urls (bench/settings.py points ROOT_URLCONF at benc
 - POST /bench/chain/...    the same views through the board's full middleware chain
 - POST /bench/bare         a bare ASGI answer in front of Django (the server's own floor)
 - POST /bench/mcp          an MCP server with one empty tool, `empty`, served exactly as
-                           relaybay serves /mcp (relaybay.mcp.http.asgi_app): the MCP floor
+                           relaybay serves /mcp (relaybay.mcp.http.asgi_app): the MCP floor;
+                           and `rows`, which answers as sessions_list does (relaybay's compact
+                           text) with `count` made-up rows and no other work: what the size
+                           of sessions_list's answer costs
 
 Nothing here ships: relaybay.asgi and relaybay.urls are unchanged.
 """
@@ -24,7 +27,10 @@ from relaybay import asgi as relaybay_asgi  # noqa: E402
 from mcp.server.mcpserver import MCPServer  # noqa: E402
 
 from bench.experiments import apply_app  # noqa: E402
+from mcp_types import CallToolResult  # noqa: E402
+
 from relaybay.mcp.http import asgi_app  # noqa: E402
+from relaybay.mcp.tools import result  # noqa: E402
 
 apply_app()
 
@@ -34,8 +40,19 @@ async def empty() -> dict:
     return {}
 
 
+def rows(count: int) -> CallToolResult:
+    """sessions_list's answer with `count` rows shaped like its rows, made with no database work."""
+    made = [
+        {"handle": f"S-{i}", "name": f"http-sender-{i}-0d76e9", "title": f"http-sender-{i}-0d76e9", "aliases": [], "desktop_id": None,
+         "kind": "hook", "folder": "/work/p", "task": None, "link": "exact", "state": "idle", "reachable_now": True, "why_not": ""}
+        for i in range(count)
+    ]  # fmt: skip
+    return result({"sessions": made})
+
+
 _empty_mcp = MCPServer("bench-empty", log_level="WARNING")
 _empty_mcp.add_tool(empty)
+_empty_mcp.add_tool(rows, structured_output=False)
 empty_mcp_app = asgi_app(_empty_mcp)
 
 BARE_BODY = b"{}"

@@ -26,6 +26,8 @@ machine hits every case alike:
                    no mail), session_link (a sender to its own name, already exact),
                    sessions_list (every row the run made) and message_broadcast (to the 3
                    live sessions of a folder; they take their mail in after each block)
+  empty tool, list's size  the floor's server answering, as sessions_list does, with as many
+                   made-up rows as sessions_list returns: what the answer's size costs
   connect          from nothing to the first answer: a new client (http: new HTTP client and
                    connection; stdio: the process start), initialize, tools/list, one call
   memory           resident memory added per connected session: 20 more SDK sessions
@@ -67,6 +69,7 @@ from relaybay.devserver import free_port  # noqa: E402
 
 SENDERS = 20
 SESSIONS_LIST = "sessions_list (all)"
+ROWS_ANSWER = "empty tool, list's size"
 BROADCAST_TO = 3
 BROADCAST = f"message_broadcast ({BROADCAST_TO})"
 GROUP_FOLDER = "/work/group"
@@ -241,6 +244,11 @@ class RelaybayHTTP:
         self.turn += 1
         args = {"body": numbered(self.turn), "folder": GROUP_FOLDER, "session": self.sender_name(self.turn)}
         return await call(self.senders[self.turn % SENDERS], "message_broadcast", args)
+
+    async def rows_answer(self):
+        """The empty tool's server answering with as many rows as sessions_list gives, made up:
+        what the size of that answer costs, with none of the work."""
+        return await call(self.floor, "rows", {"count": self.rows})
 
     async def sessions_listed(self):
         """How many rows sessions_list returns: every session the run made."""
@@ -421,6 +429,8 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
             if server is not None:
                 await stack.enter_async_context(server)
         cases = {**http_cases(http), **(http_cases(other) if other else {})}
+        http.rows = await http.sessions_listed()
+        cases[(ROWS_ANSWER, http.label)] = http.rows_answer
         if not args.http_only:
             cases |= {
                 ("message_send", new_stdio.label): new_stdio.send,
@@ -504,6 +514,11 @@ def print_report(samples, memory, rows_listed, beside_label=None, http_only=Fals
         )
     others = ", ".join(f"{op} {ratio(med[(op, http)], floor):.2f}×" for op in ("message_ack", "session_link", SESSIONS_LIST, BROADCAST))
     print(f"  relaybay http's other tools ÷ its empty tool: {others} (sessions_list returned {rows_listed} rows)")
+    print(
+        f"  the empty tool's server answering with {rows_listed} made-up rows as sessions_list does ÷ its empty tool: "
+        f"{ratio(med[(ROWS_ANSWER, http)], floor):.2f}× (what the answer's size costs; sessions_list ÷ it: "
+        f"{ratio(med[(SESSIONS_LIST, http)], med[(ROWS_ANSWER, http)]):.2f}×)"
+    )
     connect = "connect to first answer"
     print(
         f"  connect: relaybay http {fmt_ms(med[(connect, http)])}, Agent Mail {fmt_ms(med[(connect, am)])}, "
