@@ -15,6 +15,8 @@ relaybay's serving choices, so bench/serving.py can measure the plain alternativ
 - `asgiref-hop`: the MCP tools' and the long poll's steps (relaybay/dbthreads.py `threads.run`)
   go to their database thread through asgiref's sync_to_async, as they did before the loop's
   own executor hand-off.
+- `all-columns`: sessions_list reads every column of its rows and their links, as before it
+  read only those a summary shows (sessions_app/lib.py `listed_sessions(shown_only=True)`).
 - `feed-trigger`: on SQLite, every feed row's search entry is written by a trigger with the
   row, as before sessions_app/search_index.py wrote them in batches (the trigger that
   migration 0011_feed_search_in_batches drops, put back when the server starts).
@@ -24,7 +26,7 @@ import contextlib
 import os
 
 ACTIVE = {x.strip() for x in os.environ.get("BENCH_EXPERIMENT", "").split(",") if x.strip()}
-KNOWN = {"no-db-threads", "full-chain", "waited-sends", "asgiref-hop", "feed-trigger"}
+KNOWN = {"no-db-threads", "full-chain", "waited-sends", "asgiref-hop", "feed-trigger", "all-columns"}
 
 
 def apply_settings(settings_globals):
@@ -72,6 +74,15 @@ def apply_app():
         dbthreads.DatabaseThreads.run = _asgiref_run
     if "feed-trigger" in ACTIVE:
         _feed_trigger_back()
+    if "all-columns" in ACTIVE:
+        _all_columns()
+
+
+def _all_columns():
+    from sessions_app import lib
+
+    shipped = lib.listed_sessions
+    lib.listed_sessions = lambda **kwargs: shipped(**{**kwargs, "shown_only": False})
 
 
 def _feed_trigger_back():

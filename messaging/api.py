@@ -63,7 +63,7 @@ def session_link(request, data: LinkIn):
 def sessions_list(request, query: Query[SessionsListQuery]):
     task = get_task(query.task) if query.task else None
     sessions = []
-    for row in session_lib.listed_sessions(task=task, folder=query.folder, live_only=query.live_only):
+    for row in session_lib.listed_sessions(task=task, folder=query.folder, live_only=query.live_only, shown_only=True):
         summary = session_lib.session_summary(row)
         why = session_lib.why_not_deliverable(row)
         summary["reachable_now"] = not why

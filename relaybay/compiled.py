@@ -19,7 +19,8 @@ the call's values. Every other parameter (a state, a channel: the definition's c
 compiled into the statement as a literal quoted by the database itself, so that SQLite plans
 a statement with a partial index's condition once, not on every call. A mark must stand for
 a whole parameter (no `…__contains`: a LIKE pattern is no index lookup). The queryset must select one
-model's own fields (no select_related, annotations or deferred fields) or be a values_list;
+model's own fields (no select_related or annotations; `.only()` leaves the others deferred) or
+be a values_list;
 a call returns model instances (made as `from_db` makes them, without `Model.__init__`:
 `loaded_rows`; a model overriding either is refused) or tuples.
 
@@ -68,7 +69,7 @@ class Statement:
         marks = [_mark(kind, i) for i, kind in enumerate(self.kinds)]
         queryset = build(*marks)
         query = queryset.query
-        if query.select_related or query.annotations or query.deferred_loading != (frozenset(), True):
+        if query.select_related or query.annotations:
             raise ValueError("a compiled queryset selects one model's own fields, or values")
         self.model = queryset.model
         self.values = bool(query.values_select)
@@ -78,9 +79,11 @@ class Statement:
         if not self.values:
             if self.model.__init__ is not Model.__init__ or self.model.from_db.__func__ is not Model.from_db.__func__:
                 raise TypeError(f"{self.model.__name__} makes its instances in its own way; read it with the ORM")
-            self.fields = [f.attname for f in self.model._meta.concrete_fields]
-            if len(compiler.select) != len(self.fields):
-                raise ValueError("a compiled queryset of model rows selects every concrete field")
+            # Every concrete field, or those `.only()` names: the others are deferred, read
+            # from the database if an instance is asked for one (as the ORM's would be).
+            self.fields = [column.target.attname for column, _, _ in compiler.select]
+            if not {f.attname for f in self.model._meta.concrete_fields} >= set(self.fields):
+                raise ValueError("a compiled queryset of model rows selects the model's own fields")
         # What the ORM does to a row the driver gives (text to datetime or JSON, 0/1 to bool).
         self.compiler = compiler
         self.converters = compiler.get_converters([column for column, _, _ in compiler.select])

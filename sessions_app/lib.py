@@ -198,13 +198,22 @@ def sessions_with_links():
 LIST_LIMIT = 500
 
 
-def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT):
+# What session_summary and why_not_deliverable read of a row and of its links: sessions_list
+# reads only these columns (the others stay deferred).
+SHOWN = ("title", "aliases", "desktop_id", "kind", "folder", "task_id")
+SHOWN_OF_LINKS = ("session_id", "exact", "state", "agent_wakes", "waiter")
+
+
+def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT, shown_only=False):
     """The rows of a task, of a folder, or live only, most recently seen first (at most
     `limit`; None: all), each with its task and the links current_link chooses from: what
     sessions_list shows and whom a broadcast reaches. Its two statements are compiled once per
     shape (relaybay/compiled.py): Django's prefetch built a query with every row's id and a
-    related manager per row, and made listing 82 rows 1.7x as slow (docs/mcp.md)."""
-    rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit)
+    related manager per row, and made listing 82 rows 1.7x as slow (docs/mcp.md).
+    `shown_only` reads only the columns a summary shows (SHOWN, SHOWN_OF_LINKS), the others
+    left deferred: with every column sessions_list of 85 rows took 1.40x as long in process
+    and 1.36x as long over http at 45 rows (docs/mcp.md, "Stop 27")."""
+    rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit, shown_only)
     values = (task.pk if task is not None else 0, folder or "")
     rows = rows_of(*values)
     _give_links(rows, links_of(*values), attr="speaking_links")
@@ -213,7 +222,7 @@ def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT):
 
 
 @functools.cache
-def _listing(by_task, by_folder, live_only, limit):
+def _listing(by_task, by_folder, live_only, limit, shown_only):
     def listed(task_id, folder):
         found = Session.objects.live() if live_only else Session.objects.all()
         if by_task:
@@ -224,6 +233,9 @@ def _listing(by_task, by_folder, live_only, limit):
 
     def rows(task_id, folder):
         return listed(task_id, folder)[:limit]
+
+    def shown_rows(task_id, folder):
+        return rows(task_id, folder).only(*SHOWN) if shown_only else rows(task_id, folder)
 
     def links(task_id, folder):
         # Only what current_link chooses from: each row's newest link, and its live exact one
@@ -236,9 +248,10 @@ def _listing(by_task, by_folder, live_only, limit):
         newest = HookLink.objects.filter(session_id=OuterRef("pk")).order_by("-id").values("pk")[:1]
         newest_of_rows = listed(task_id, folder).annotate(newest=Subquery(newest))[:limit].values("newest")
         live_exact = Q(exact=True, state__in=HookLink.LIVE_STATES)
-        return LINKS_NEWEST_FIRST.filter(Q(session_id__in=rows(task_id, folder).values("pk")), Q(pk__in=newest_of_rows) | live_exact)
+        links = LINKS_NEWEST_FIRST.filter(Q(session_id__in=rows(task_id, folder).values("pk")), Q(pk__in=newest_of_rows) | live_exact)
+        return links.only(*SHOWN_OF_LINKS) if shown_only else links
 
-    return Compiled(rows, kinds=(int, str)), Compiled(links, kinds=(int, str))
+    return Compiled(shown_rows, kinds=(int, str)), Compiled(links, kinds=(int, str))
 
 
 def attach_tasks(objects):

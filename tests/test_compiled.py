@@ -117,8 +117,8 @@ def test_live_rows_are_found_by_the_live_links_index_not_by_walking_every_link(t
     HookLink.objects.bulk_create([HookLink(hook_session=f"old-{n}", session=beta, state=HookLink.State.ENDED) for n in range(40)])
     assert list(Session.objects.live()) == [alpha]
     if connection.vendor == "sqlite":
-        for shape in [(False, True, True), (True, False, True)]:
-            for statement in lib._listing(*shape, lib.LIST_LIMIT):
+        for shape in [(False, True, True, lib.LIST_LIMIT, shown) for shown in (False, True)] + [(True, False, True, lib.LIST_LIMIT, False)]:
+            for statement in lib._listing(*shape):
                 with connection.cursor() as cursor:
                     cursor.execute("EXPLAIN QUERY PLAN " + statement.statement().sql, statement.statement().params((0, "/work/a")))
                     plan = [row[-1] for row in cursor.fetchall()]
@@ -136,8 +136,8 @@ def test_a_list_reads_the_links_of_its_rows_only(two_sessions):
     HookLink.objects.bulk_create(
         [HookLink(hook_session=f"old-{row.pk}-{n}", session=row, state=HookLink.State.ENDED) for row in others for n in range(50)]
     )
-    for shape in [(True, False, False), (True, False, True), (False, True, True)]:
-        statement = lib._listing(*shape, lib.LIST_LIMIT)[1].statement()
+    for shape in [(True, False, False, False), (True, False, True, False), (False, True, True, False), (True, False, False, True)]:
+        statement = lib._listing(*shape[:3], lib.LIST_LIMIT, shape[3])[1].statement()
         params = statement.params((ledger.pk, "/work/a"))
         with connection.cursor() as cursor:
             if connection.vendor == "sqlite":
@@ -163,7 +163,7 @@ def test_a_row_that_joins_the_list_between_its_two_reads_is_left_out(two_session
     """The rows and their links are two statements: a row that became live in between (or took
     the task) is not listed, and its links are not wanted (rather than failing the call)."""
     alpha, beta = two_sessions
-    rows_of, links_of = lib._listing(False, False, True, lib.LIST_LIMIT)
+    rows_of, links_of = lib._listing(False, False, True, lib.LIST_LIMIT, False)
 
     def rows_then_beta_goes_live(*values):
         rows = rows_of(*values)
@@ -413,6 +413,58 @@ def test_sessions_list_reads_each_shape_with_two_statements_as_the_orm_would(two
         wanted = [link for link in every if link is every[0] or (link.exact and link.live)]
         assert [link.hook_session for link in row.speaking_links] == [link.hook_session for link in wanted]
         assert all(link.session is row for link in row.speaking_links)
+
+
+def test_only_leaves_the_other_fields_deferred_as_the_orm_does(two_sessions):
+    alpha, _ = two_sessions
+
+    @compiled
+    def names_of(pk: int):
+        return Session.objects.filter(pk=pk).only("title", "aliases")
+
+    row = names_of.first(alpha.pk)
+    orm = Session.objects.only("title", "aliases").get(pk=alpha.pk)
+    assert row.get_deferred_fields() == orm.get_deferred_fields() and "folder" in row.get_deferred_fields()
+    assert (row.pk, row.title, row.aliases) == (orm.pk, orm.title, orm.aliases) == (alpha.pk, "Alpha 100%_done", ["al"])
+    with CaptureQueriesContext(connection) as queries:
+        assert row.created_at == alpha.created_at  # a deferred field, read when asked for
+    assert len(queries) == 1
+
+
+def test_sessions_list_reads_only_the_columns_it_shows_and_answers_as_every_column_would(two_sessions, api, settings):
+    """sessions_list's rows and links are read with only what session_summary and
+    why_not_deliverable use (lib.SHOWN, lib.SHOWN_OF_LINKS): the answer is the one the rows'
+    every column gives, for a row in each state a listing tells apart, and no field left
+    out is read row by row."""
+    alpha, beta = two_sessions  # alpha: exact and idle; beta: guessed and ended
+    ledger = Task.objects.create(title="ledger")
+    Session.objects.filter(pk=alpha.pk).update(task=ledger, desktop_id="desk-alpha")
+    Session.objects.create(title="", desktop_id="desk-only")  # no link, named by its desktop id
+    capped = Session.objects.create(title="capped")
+    HookLink.objects.create(hook_session="hook-capped", session=capped, exact=True, state=HookLink.State.IDLE, agent_wakes=settings.RELAYBAY_WAKE_CAP)
+    waking = Session.objects.create(title="waking")
+    HookLink.objects.create(hook_session="hook-waking", session=waking, exact=True, state=HookLink.State.IDLE, waiter="w-1")
+    ended = Session.objects.create(title="ended")
+    HookLink.objects.create(hook_session="hook-ended", session=ended, exact=True, state=HookLink.State.ENDED)
+    busy = Session.objects.create(title="busy", aliases=["b", "bee"], folder="/work/b")
+    HookLink.objects.create(hook_session="hook-busy-old", session=busy, exact=True, state=HookLink.State.BUSY)
+    HookLink.objects.create(hook_session="hook-busy-new", session=busy, state=HookLink.State.ENDED)
+
+    api.get("/sessions_list")  # compiled
+    with CaptureQueriesContext(connection) as queries:
+        listed = api.get("/sessions_list").json()["sessions"]
+    every_column = []
+    for row in lib.listed_sessions():
+        summary, why = lib.session_summary(row), lib.why_not_deliverable(row)
+        every_column.append({**summary, "reachable_now": not why, "why_not": why})
+    assert listed == every_column and len(listed) == 7
+    assert {s["why_not"] for s in listed} >= {"", lib.NOT_DELIVERABLE[lib.Arrival.NO_LINK], lib.NOT_DELIVERABLE[lib.Arrival.ENDED], lib.NOT_DELIVERABLE[lib.Arrival.GUESSED]}
+    listing = [q["sql"] for q in queries if "sessions_app_session" in q["sql"] and "ORDER BY" in q["sql"]]
+    assert len(listing) == 2  # the rows and their links; nothing read row by row
+    left_out = ['"name_keys"', '"created_at"', '"last_seen_at"', '"hook_session"', '"process_proof"', '"transcript_path"']
+    for sql in listing:
+        selected = sql.split(" FROM ", 1)[0]
+        assert not [column for column in left_out if column in selected], selected
 
 
 def test_a_listed_row_loads_two_links_at_most_however_many_it_had(two_sessions, api):
