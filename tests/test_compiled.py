@@ -355,6 +355,41 @@ def test_insert_refuses_a_model_that_saves_in_its_own_way():
         insert(Session(title="x"))
 
 
+@pytest.mark.parametrize(
+    "operation, fields",
+    [
+        ("message_send", {"body": "hello {n}", "to": "Beta", "session": "Alpha 100%_done", "hook_session": "hook-alpha"}),
+        ("message_broadcast", {"body": "all {n}", "folder": "/work/g", "session": "Alpha 100%_done", "hook_session": "hook-alpha"}),
+        ("messages_list", {"session": "Beta", "limit": 20}),
+        ("message_ack", {"session": "Alpha 100%_done", "hook_session": "hook-alpha"}),
+        ("message_ack", {"session": "Beta"}),  # a row whose proof does not hold: every unread message
+        ("session_link", {"session": "Alpha 100%_done", "hook_session": "hook-alpha"}),
+        ("sessions_list", {}),
+    ],
+)
+def test_no_mcp_tool_builds_a_query_with_the_orm_once_its_statements_are_compiled(two_sessions, monkeypatch, operation, fields):
+    """Every read an MCP tool's step makes (relaybay/mcp/http.py `_operate`, the http tools'
+    own path) is a compiled statement: a query built by the ORM costs 3-10x its compiled twin
+    (docs/mcp.md), as the ack's unread mail did until stop 27."""
+    from django.db.models.sql.compiler import SQLCompiler
+
+    from relaybay.mcp.http import _operate
+
+    for n in range(2):
+        Session.objects.create(title=f"group-{n}", folder="/work/g")
+        HookLink.objects.create(hook_session=f"hook-group-{n}", session=Session.objects.get(title=f"group-{n}"), exact=True, state=HookLink.State.IDLE)
+
+    def call(n):
+        return _operate(operation, {key: value.format(n=n) if isinstance(value, str) else value for key, value in fields.items()}, "")
+
+    call(0)  # its statements compiled
+    built = []
+    selects = SQLCompiler.as_sql
+    monkeypatch.setattr(SQLCompiler, "as_sql", lambda self, *a, **k: built.append(self.query) or selects(self, *a, **k))
+    call(1)
+    assert built == []
+
+
 def test_a_verified_send_that_names_its_sender_reads_its_link_once_without_its_row(two_sessions):
     """The send rule's lookups on the path every named, verified send takes: the claim's link
     (compiled, without its row: the name gives the row), then the same link locked while
