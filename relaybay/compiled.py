@@ -82,8 +82,6 @@ class Statement:
             # Every concrete field, or those `.only()` names: the others are deferred, read
             # from the database if an instance is asked for one (as the ORM's would be).
             self.fields = [column.target.attname for column, _, _ in compiler.select]
-            if not {f.attname for f in self.model._meta.concrete_fields} >= set(self.fields):
-                raise ValueError("a compiled queryset of model rows selects the model's own fields")
         # What the ORM does to a row the driver gives (text to datetime or JSON, 0/1 to bool).
         self.compiler = compiler
         self.converters = compiler.get_converters([column for column, _, _ in compiler.select])

@@ -380,7 +380,10 @@ def identity_text(link):
 
 
 def session_summary(session):
-    """What discovery shows of a row: names and state, never a hook id."""
+    """What discovery shows of a row: names and state, never a hook id. sessions_list reads
+    only SHOWN of its rows and SHOWN_OF_LINKS of their links for it (and for
+    why_not_deliverable): a field read here beyond those is read row by row, which
+    tests/test_compiled.py catches."""
     exactness, state = link_state(session)
     return {
         "handle": session.handle,

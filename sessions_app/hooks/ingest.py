@@ -66,9 +66,8 @@ def check_payload(payload):
 
 
 def _json_kind(value):
-    if isinstance(value, bool):
-        return "boolean"
-    return {dict: "object", list: "array", int: "number", float: "number"}.get(type(value), type(value).__name__)
+    """What a JSON value other than a string or null is."""
+    return "boolean" if isinstance(value, bool) else {dict: "object", list: "array"}.get(type(value), "number")
 
 
 def _clip(value, limit):
