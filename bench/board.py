@@ -187,7 +187,7 @@ def over_http(live, cookie, paths, runs):
 def ping_latency(live, sends):
     from playwright.sync_api import sync_playwright
 
-    from relaybay.devserver import CHROMIUM, CHROMIUM_ARGS, log_in
+    from tests.devserver import CHROMIUM, CHROMIUM_ARGS, log_in
 
     from bench.harness import Client
 
@@ -240,7 +240,7 @@ def main():
     if args.child:
         return child(args)
 
-    from relaybay.devserver import Server
+    from tests.devserver import Server
 
     with tempfile.TemporaryDirectory(prefix="relaybay-bench-") as tmp:
         live = Server(Path(tmp) / "relaybay-data").start()

@@ -1,4 +1,4 @@
-"""The statements relaybay compiles once (relaybay/compiled.py), each beside the ORM doing the
+"""The statements relaybay compiles once (core/compiled.py), each beside the ORM doing the
 same, in process (no HTTP): what building a query costs against running it.
 
     .venv/bin/python bench/compiled_queries.py [--backend sqlite|pg] [--runs 400] [--json FILE]
@@ -41,12 +41,12 @@ def run(backend_kind, runs, data_dir):
     from django.utils import timezone
 
     from messaging import fleet
-    from messaging import lib as message_lib
+    from messaging import formatting
     from messaging.models import Dispatch, SessionMessage
-    from relaybay.compiled import insert
-    from sessions_app import lib
+    from core.compiled import insert
+    from sessions_app import directory
     from sessions_app.hooks.ingest import ingest_hook
-    from sessions_app.hooks.native import socket_path
+    from sessions_app.hooks.claude_native import socket_path
     from sessions_app.models import Event, HookLink, Session, fold_name
 
     for i in range(SESSIONS):
@@ -73,13 +73,13 @@ def run(backend_kind, runs, data_dir):
     cases = {
         "the hook id's link (every hook, every verified call)": (
             lambda: HookLink.objects.select_related("session").filter(hook_session="hook-7").first(),
-            lambda: lib.link_of("hook-7", with_session=True),
+            lambda: directory.link_of("hook-7", with_session=True),
         ),
         "the process proof's hook id (every http tool call)": (
             lambda: HookLink.objects.filter(process_proof=f"{7:064x}").values_list("hook_session", flat=True).first(),
-            lambda: lib.hook_session_of_process(f"{7:064x}"),
+            lambda: directory.hook_session_of_process(f"{7:064x}"),
         ),
-        "find_sessions: a name's rows and their links": (lambda: orm_find_sessions("session-2"), lambda: lib.find_sessions("session-2")),
+        "find_sessions: a name's rows and their links": (lambda: orm_find_sessions("session-2"), lambda: directory.find_sessions("session-2")),
         "dedupe: the same text within 30 s": (
             lambda: SessionMessage.objects.filter(sender=alpha, recipient=beta, created_at__gt=now - timedelta(seconds=30), body="body 1", channel="mcp")
             .order_by("id")
@@ -96,7 +96,7 @@ def run(backend_kind, runs, data_dir):
         ),
         "messages_list: a page of 20": (
             lambda: list(SessionMessage.objects.filter(recipient=beta).order_by("-id").select_related("task")[:20]),
-            lambda: message_lib._page("inbox", False, False, 20)(beta.pk, 0),
+            lambda: formatting._page("inbox", False, False, 20)(beta.pk, 0),
         ),
     }
     checks = {name: (orm(), compiled()) for name, (orm, compiled) in cases.items()}

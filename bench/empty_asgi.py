@@ -10,7 +10,7 @@ Adds, next to relaybay's own urls (bench/settings.py points ROOT_URLCONF at benc
 - POST /bench/chain/...    the same views through the board's full middleware chain
 - POST /bench/bare         a bare ASGI answer in front of Django (the server's own floor)
 - POST /bench/mcp          an MCP server with one empty tool, `empty`, served exactly as
-                           relaybay serves /mcp (relaybay.mcp.http.asgi_app): the MCP floor;
+                           relaybay serves /mcp (mcp_server.http.asgi_app): the MCP floor;
                            and `rows`, which answers as sessions_list does (relaybay's compact
                            text) with `count` made-up rows and no other work: what the size
                            of sessions_list's answer costs
@@ -29,8 +29,8 @@ from mcp.server.mcpserver import MCPServer  # noqa: E402
 from bench.experiments import apply_app  # noqa: E402
 from mcp_types import CallToolResult  # noqa: E402
 
-from relaybay.mcp.http import asgi_app  # noqa: E402
-from relaybay.mcp.tools import result  # noqa: E402
+from mcp_server.http import asgi_app  # noqa: E402
+from mcp_server.tools import result  # noqa: E402
 
 apply_app()
 

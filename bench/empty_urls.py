@@ -6,7 +6,7 @@
 from django.urls import path
 from ninja import NinjaAPI
 
-from relaybay.auth import AsyncTokenAuth, TokenAuth
+from core.auth import AsyncTokenAuth, TokenAuth
 from relaybay.urls import urlpatterns as relaybay_urlpatterns
 
 bench_api = NinjaAPI(title="relaybay bench", version="bench", auth=TokenAuth(), urls_namespace="bench", docs_url=None)

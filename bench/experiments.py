@@ -5,18 +5,18 @@ and bench/empty_asgi.py apply them. Nothing here is used by relaybay itself. Eac
 relaybay's serving choices, so bench/serving.py can measure the plain alternative beside it:
 
 - `no-db-threads`: /api/ requests run their sync code as Django's ASGI handler does by default,
-  on a thread made for each request (no relaybay/dbthreads.py).
+  on a thread made for each request (no core/dbthreads.py).
 - `full-chain`: /api/ goes through the board's whole middleware chain (no
   relaybay.asgi.APIHandler); still on the database threads.
 - `waited-sends`: board pings and wake-ups asked for on a database thread are handed to the
   server's event loop by that thread, which waits for each (asgiref's async_to_sync, as relaybay
   did until they were held and made on the loop once the thread's step is back:
-  relaybay/events.py `holding_sends`).
-- `asgiref-hop`: the MCP tools' and the long poll's steps (relaybay/dbthreads.py `threads.run`)
+  core/pings.py `holding_sends`).
+- `asgiref-hop`: the MCP tools' and the long poll's steps (core/dbthreads.py `threads.run`)
   go to their database thread through asgiref's sync_to_async, as they did before the loop's
   own executor hand-off.
 - `all-columns`: sessions_list reads every column of its rows and their links, as before it
-  read only those a summary shows (sessions_app/lib.py `listed_sessions(shown_only=True)`).
+  read only those a summary shows (sessions_app/directory.py `listed_sessions(shown_only=True)`).
 - `feed-trigger`: on SQLite, every feed row's search entry is written by a trigger with the
   row, as before sessions_app/search_index.py wrote them in batches (the trigger that
   migration 0011_feed_search_in_batches drops, put back when the server starts).
@@ -47,8 +47,8 @@ def _not_holding():
 async def _asgiref_run(self, step, *args):
     from asgiref.sync import sync_to_async
 
-    from relaybay.dbthreads import _step
-    from relaybay.events import holding_sends, send_held
+    from core.dbthreads import _step
+    from core.pings import holding_sends, send_held
 
     with holding_sends() as held, self._least_busy() as executor:
         try:
@@ -62,7 +62,8 @@ def apply_app():
     unknown = ACTIVE - KNOWN
     if unknown:
         raise SystemExit(f"unknown BENCH_EXPERIMENT: {', '.join(sorted(unknown))} (see bench/experiments.py)")
-    from relaybay import asgi, dbthreads
+    from core import dbthreads
+    from relaybay import asgi
 
     if "no-db-threads" in ACTIVE:
         asgi.db_threads = _NoDatabaseThreads()
@@ -79,10 +80,10 @@ def apply_app():
 
 
 def _all_columns():
-    from sessions_app import lib
+    from sessions_app import directory
 
-    shipped = lib.listed_sessions
-    lib.listed_sessions = lambda **kwargs: shipped(**{**kwargs, "shown_only": False})
+    shipped = directory.listed_sessions
+    directory.listed_sessions = lambda **kwargs: shipped(**{**kwargs, "shown_only": False})
 
 
 def _feed_trigger_back():

@@ -2,7 +2,7 @@
 processes, embedded SQLite or PostgreSQL + Redis), a keep-alive HTTP client, wrk with a Lua
 request rotation, direct SQL for seeding, and small statistics.
 
-Servers are relaybay/devserver.py's, as the tests start them (a fresh data folder, `manage.py
+Servers are tests/devserver.py's, as the tests start them (a fresh data folder, `manage.py
 migrate`), but on the benchmark-only entry points bench/empty_asgi.py and bench/empty_wsgi.py,
 which add an empty bearer-auth django-ninja view beside relaybay's routes. Several daphne
 processes listen on one port, each on its own SO_REUSEPORT socket (daphne --fd), so the kernel
@@ -31,7 +31,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from relaybay import devserver  # noqa: E402
+from tests import devserver  # noqa: E402
 
 PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 PG_URL_TEMPLATE = os.environ.get("BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/{name}")
@@ -232,7 +232,7 @@ class DB:
 
 class Server(devserver.Server):
     """relaybay with the bench routes (bench/empty_asgi.py, bench/empty_wsgi.py) on a throwaway
-    data folder under `workdir`, on `backend`'s database and channel layer: relaybay/devserver.py's
+    data folder under `workdir`, on `backend`'s database and channel layer: tests/devserver.py's
     server, as the tests start it."""
 
     def __init__(self, workdir, backend, *, processes=1, kind="daphne", separate_ports=False, token=None, extra_env=None, root=REPO_ROOT):

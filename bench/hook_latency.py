@@ -49,7 +49,7 @@ from bench.harness import (  # noqa: E402
     throwaway_dir,
     write_json,
 )
-from relaybay.devserver import NOT_INHERITED  # noqa: E402
+from tests.devserver import NOT_INHERITED  # noqa: E402
 
 HOOK_TARGET = 1.3
 CLIENT_TARGET = 1.5

@@ -8,7 +8,7 @@ Servers, on loopback:
   relaybay http    daphne on bench.empty_asgi (relaybay as `make run` serves it, embedded SQLite),
                    /mcp as shipped; /bench/mcp is an MCP server with one empty tool served the
                    same way: the framework's floor for a call
-  relaybay stdio   `python -m relaybay.mcp.server` (what `claude_config --mcp-stdio` starts), a
+  relaybay stdio   `python -m mcp_server.stdio` (what `claude_config --mcp-stdio` starts), a
                    client of the same relaybay's JSON API
   old stdio        `manage.py mcp` of --old (before issue 13: an HTTP client built per call)
   Agent Mail       `python -m mcp_agent_mail.cli serve-http` from its own virtualenv (PyPI
@@ -65,7 +65,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from bench.harness import REPO_ROOT, Backend, Server, code_state, fmt_ms, machine_notes, ratio, summary, write_json  # noqa: E402
 from relaybay_hook.proof import PROCESS_HEADER, process_proof  # noqa: E402
-from relaybay.devserver import free_port  # noqa: E402
+from tests.devserver import free_port  # noqa: E402
 
 SENDERS = 20
 SESSIONS_LIST = "sessions_list (all)"
@@ -420,7 +420,7 @@ def http_cases(http):
 async def measure(args, relaybay, agentmail, old_dir, beside=None):
     http = RelaybayHTTP(relaybay)
     other = RelaybayHTTP(beside, f"http {args.beside}") if beside else None
-    new_stdio = RelaybayStdio(relaybay, "relaybay stdio", sys.executable, ["-m", "relaybay.mcp.server"], tempfile.gettempdir(), {"PYTHONPATH": str(REPO_ROOT)})
+    new_stdio = RelaybayStdio(relaybay, "relaybay stdio", sys.executable, ["-m", "mcp_server.stdio"], tempfile.gettempdir(), {"PYTHONPATH": str(REPO_ROOT)})
     data = Path(tempfile.mkdtemp(prefix="relaybay-bench-old-stdio-"))
     old_stdio = RelaybayStdio(relaybay, "old stdio", sys.executable, [str(old_dir / "manage.py"), "mcp"], old_dir, {"RELAYBAY_DATA": str(data)})
     samples = {}
@@ -477,7 +477,7 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
                 relaybay.server.pids[0], http.connect, lambda s: s.call_tool("messages_list", {"session": relaybay.recipient, "limit": 1})
             ),
             agentmail.label: await added_rss_per_session(agentmail.process.pid, agentmail.connect, lambda s: s.call_tool("health_check", {})),
-            new_stdio.label: sum(rss_kib(pid) for pid in children_matching("relaybay.mcp.server")),
+            new_stdio.label: sum(rss_kib(pid) for pid in children_matching("mcp_server.stdio")),
             old_stdio.label: sum(rss_kib(pid) for pid in children_matching("manage.py mcp")),
         }
     shutil.rmtree(data, ignore_errors=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import REPO_ROOT, Backend, Server, ratio, summary, throwaway_dir  # noqa: E402
-from relaybay.devserver import MANAGE  # noqa: E402
+from tests.devserver import MANAGE  # noqa: E402
 # The real CLI needs the scripted model server, which lives with the end-to-end tests.
 from tests.e2e.claude_cli import claude_args, claude_env  # noqa: E402
 from tests.e2e.model_server import ModelServer, text  # noqa: E402

@@ -52,7 +52,7 @@ BUCKETS = [
     ("  stored_fields / _clip", _fn("stored_fields", "_clip")),
     ("  transaction.atomic enter/exit (BEGIN IMMEDIATE, COMMIT)", _fn("Atomic.__enter__", "Atomic.__exit__")),
     ("  on-commit pings (channel layer)", _fn("run_and_clear_commit_hooks", "send_to_group")),
-    ("database thread hop (relaybay/dbthreads.py)", _in("relaybay/dbthreads.py")),
+    ("database thread hop (core/dbthreads.py)", _in("core/dbthreads.py")),
     ("SQL in the driver (SQLite / psycopg execute)", _fn("SQLiteCursorWrapper.execute", "Cursor.execute", "Cursor._execute")),
     ("ORM query building and compiling", lambda f: "(django/db/models/sql/" in f or "(django/db/models/query.py" in f),
     ("database connection open / close / pool", lambda f: _fn("DatabaseWrapper.get_new_connection", "BaseDatabaseWrapper.connect",

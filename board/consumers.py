@@ -2,7 +2,7 @@ import json
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from relaybay.events import BOARD_GROUP
+from core.pings import BOARD_GROUP
 
 
 class BoardConsumer(AsyncWebsocketConsumer):

@@ -8,12 +8,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from messaging import reads
-from messaging.lib import native_mark, read_mark
+from messaging.formatting import native_mark, read_mark
 from messaging.models import SessionMessage
-from sessions_app import lib as session_lib
+from sessions_app import directory
 from sessions_app.models import Comment, Event
 
-from . import lib
+from . import pages
 
 # What can start Markdown or HTML inside a line; names never start a line here.
 _PUNCTUATION = re.compile(r"([\\`*_{}\[\]#|<>~&])")
@@ -21,12 +21,12 @@ _PUNCTUATION = re.compile(r"([\\`*_{}\[\]#|<>~&])")
 
 def md(text):
     """One line of plain text for Markdown: punctuation escaped, invisible characters shown."""
-    return _PUNCTUATION.sub(r"\\\1", lib.visible_text(text))
+    return _PUNCTUATION.sub(r"\\\1", pages.visible_text(text))
 
 
 def fenced(text):
     """A block of text as a fenced code block, with a fence longer than any backtick run in it."""
-    text = lib.visible_text(text)
+    text = pages.visible_text(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
@@ -43,7 +43,7 @@ def _table(headers, rows):
 
 
 def _session_facts(session):
-    exactness, state = session_lib.link_state(session)
+    exactness, state = directory.link_state(session)
     facts = [
         ("Kind", session.kind),
         ("Title", md(session.title) or "—"),
@@ -52,7 +52,7 @@ def _session_facts(session):
         ("Folder", md(session.folder) or "—"),
         ("Task", md(session.task.title) if session.task_id else "—"),
         ("Link", f"{exactness} {state}".strip()),
-        ("Delivery", md(session_lib.why_not_deliverable(session)) or "comments and messages reach it at its next hook"),
+        ("Delivery", md(directory.why_not_deliverable(session)) or "comments and messages reach it at its next hook"),
         ("Created", when(session.created_at)),
         ("Last seen", when(session.last_seen_at)),
     ]
@@ -115,7 +115,7 @@ def _read_mark(message):
 def _events(events):
     rows = []
     for event in events.order_by("id").iterator(chunk_size=2000):
-        marks = [f"{md(key)}={md(value)}" for key, value in lib.event_marks(event)]
+        marks = [f"{md(key)}={md(value)}" for key, value in pages.event_marks(event)]
         name = event.name + (" (replay)" if event.replay else "")
         rows.append([str(event.pk), when(event.created_at), md(name), md(event.hook_session), " · ".join(marks)])
     if not rows:
@@ -129,7 +129,7 @@ def _document(title, sections):
 
 
 def session_markdown(session):
-    session = session_lib.sessions_with_links().get(pk=session.pk)
+    session = directory.sessions_with_links().get(pk=session.pk)
     name = session.name
     return _document(
         f"Session {md(name)} ({session.handle})",
@@ -143,10 +143,10 @@ def session_markdown(session):
 
 
 def task_markdown(task):
-    sessions = list(session_lib.sessions_with_links().filter(task=task).order_by("id"))
+    sessions = list(directory.sessions_with_links().filter(task=task).order_by("id"))
     listing = "\n".join(
         f"- {session.handle} {md(session.name)} — {session.kind}, "
-        + " ".join(session_lib.link_state(session)).strip()
+        + " ".join(directory.link_state(session)).strip()
         for session in sessions
     )
     task_events = Event.objects.filter(Q(session__in=sessions) | Q(name__startswith="task.", data__task=task.pk))

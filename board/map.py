@@ -13,11 +13,11 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from messaging import reads
-from relaybay.inputs import parse_id
-from sessions_app import lib as session_lib
+from core.inputs import parse_id
+from sessions_app import directory
 from sessions_app.models import Event, Task
 
-from . import lib
+from . import pages
 
 MAX_NODES = 120
 LABEL_CHARS = 28
@@ -45,12 +45,12 @@ class Node:
 
     @property
     def label(self):
-        name = lib.visible_text(self.name)
+        name = pages.visible_text(self.name)
         return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
     @property
     def title(self):
-        return lib.visible_text(self.name)
+        return pages.visible_text(self.name)
 
 
 @dataclass
@@ -150,14 +150,14 @@ def draw(task=None):
             traffic.setdefault(f"S-{pk}", 0)
     keys = sorted(traffic, key=lambda k: (-traffic[k], k))[:MAX_NODES]
     ids = [parse_id(k[2:]) for k in keys if k.startswith("S-") and parse_id(k[2:])]
-    rows = {f"S-{s.pk}": s for s in lib.decorate_sessions(session_lib.sessions_with_links().filter(pk__in=ids))}
+    rows = {f"S-{s.pk}": s for s in pages.decorate_sessions(directory.sessions_with_links().filter(pk__in=ids))}
     nodes = {}
     for key in keys:
         row = rows.get(key)
         if row is None:
             nodes[key] = Node(key, names.get(key, key), None, "gone")
         else:
-            exactness, state = session_lib.link_state(row)
+            exactness, state = directory.link_state(row)
             nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state}".strip())
     scale = _scale(len(nodes))
     size = _layout(list(nodes.values()), scale)

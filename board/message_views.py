@@ -10,13 +10,13 @@ from django.views.decorators.http import require_POST
 from messaging import reads
 from messaging.actions import do_decide_held_message, do_mark_inbox_seen
 from messaging.models import SessionMessage
-from relaybay.errors import InvalidInput, NotFound
-from sessions_app import lib as session_lib
+from core.errors import InvalidInput, NotFound
+from sessions_app import directory
 from sessions_app.actions import do_write_comment
 from sessions_app.models import Session, Task
 
-from . import lib
-from .lib import owner_required, render_board, task_param
+from . import pages
+from .pages import owner_required, render_board, task_param
 
 CHANNELS = {"mcp": "relaybay (MCP)", "native": "Claude Code native"}
 STATES = {
@@ -36,7 +36,7 @@ def messages_list(request):
     channel = request.GET.get("channel", "")
     broadcast = request.GET.get("broadcast", "")
     broadcast = int(broadcast) if broadcast.isdigit() else None
-    matched = session_lib.find_sessions(name)
+    matched = directory.find_sessions(name)
 
     def rows():
         members = list(Session.objects.filter(task=task).values_list("pk", flat=True)) if task else []
@@ -55,7 +55,7 @@ def messages_list(request):
             querysets = [qs.filter(STATES[state]) for qs in querysets]
         if channel in CHANNELS:
             querysets = [qs.filter(channel=channel) for qs in querysets]
-        page = lib.keyset_page(
+        page = pages.keyset_page(
             querysets, reads.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
         )
         return {"message_page": page, "rows": reads.decorate_messages(page.rows)}
@@ -65,7 +65,7 @@ def messages_list(request):
         "tasks": Task.objects.all(),
         "filters": {"session": name, "task": task, "state": state, "channel": channel, "broadcast": broadcast},
         "channels": CHANNELS,
-        "matched": lib.decorate_sessions(matched) if matched else [],
+        "matched": pages.decorate_sessions(matched) if matched else [],
         "states": list(STATES),
     }
     return render_board(request, "messaging/messages.html", {"messages-rows": rows}, context)
@@ -98,13 +98,13 @@ def comment_on_message(request, pk):
         return do_write_comment(session=session, body=request.POST.get("body", ""), author=request.user)
 
     action = reverse("message-comment", args=[pk])
-    return lib.composer_answer(request, write, composer={"action": action, "m": message}, page=reverse("message", args=[pk]))
+    return pages.composer_answer(request, write, composer={"action": action, "m": message}, page=reverse("message", args=[pk]))
 
 
 @owner_required
 def inbox(request):
     def rows():
-        page = lib.keyset_page(
+        page = pages.keyset_page(
             reads.inbox_querysets(), reads.messages_by_ids, before=request.GET.get("before"), after=request.GET.get("after")
         )
         return {"inbox_page": page, "items": reads.decorate_messages(page.rows)}

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils.safestring import mark_safe
 
-from sessions_app import lib as session_lib
+from sessions_app import directory
 from sessions_app import search_index
 from sessions_app.models import Comment, Event, Task
 
-from . import lib
+from . import pages
 
 KINDS = ("session", "task", "comment", "event")
 PER_KIND = 25
@@ -92,14 +92,14 @@ def highlight(snippet):
     """The snippet as safe HTML: escaped, invisible characters shown, matches in <mark>."""
     html = []
     for i, part in enumerate(re.split(f"[{START}{END}]", snippet or "")):
-        shown = lib.plain_html(part)
+        shown = pages.plain_html(part)
         html.append(f"<mark>{shown}</mark>" if i % 2 else shown)
     return mark_safe("".join(html))
 
 
 def _rows(kind, refs):
     if kind == "session":
-        rows = lib.decorate_sessions(session_lib.sessions_with_links().filter(pk__in=refs))
+        rows = pages.decorate_sessions(directory.sessions_with_links().filter(pk__in=refs))
     elif kind == "task":
         rows = Task.objects.filter(pk__in=refs)
     elif kind == "comment":

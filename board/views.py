@@ -2,7 +2,7 @@
 
 Plain function views over the actions (writes) and `board` (reads). Each live fragment of a
 page is a `{% partialdef %}` whose container refetches itself on a refresh ping; the view
-renders only that fragment when htmx asks for it (see render_board in board/lib.py).
+renders only that fragment when htmx asks for it (see render_board in board/pages.py).
 """
 
 from django.contrib import messages
@@ -14,17 +14,17 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from relaybay.errors import RelaybayError
-from relaybay.inputs import clean_text, parse_id
+from core.errors import RelaybayError
+from core.inputs import clean_text, parse_id
 
 from messaging import reads
 from sessions_app import actions
-from sessions_app import lib as session_lib
+from sessions_app import directory
 from sessions_app.models import Comment, Event, HookLink, Session, Task
 
-from . import export, lib, search
+from . import export, pages, search
 from . import map as session_map
-from .lib import owner_required, render_board, task_param
+from .pages import owner_required, render_board, task_param
 
 SESSION_STATES = {
     "live": lambda qs: qs.live(),
@@ -59,7 +59,7 @@ def sessions_list(request):
     task = task_param(request)
 
     def rows():
-        sessions = session_lib.sessions_with_links().order_by("-last_seen_at", "-id")
+        sessions = directory.sessions_with_links().order_by("-last_seen_at", "-id")
         if state in SESSION_STATES:
             sessions = SESSION_STATES[state](sessions)
         if kind in Session.Kind.values:
@@ -76,8 +76,8 @@ def sessions_list(request):
         page = Paginator(sessions, 100).get_page(request.GET.get("page"))
         return {
             "page": page,
-            "sessions": lib.decorate_sessions(page.object_list),
-            "refused_hooks": session_lib.refused_hooks_recently(timezone.now()),
+            "sessions": pages.decorate_sessions(page.object_list),
+            "refused_hooks": directory.refused_hooks_recently(timezone.now()),
         }
 
     context = {
@@ -92,8 +92,8 @@ def sessions_list(request):
 
 @owner_required
 def session_detail(request, pk):
-    session = get_object_or_404(session_lib.sessions_with_links(), pk=pk)
-    lib.decorate_sessions([session])
+    session = get_object_or_404(directory.sessions_with_links(), pk=pk)
+    pages.decorate_sessions([session])
 
     def link():
         return {"links": session.newest_links()}
@@ -101,13 +101,13 @@ def session_detail(request, pk):
     def now():
         # Refetched every few seconds as well as on pings: a tool call within a busy turn
         # sends no ping (the hook path stays quiet), yet the current tool should show.
-        return {"activity": lib.activity(session)}
+        return {"activity": pages.activity(session)}
 
     def comments():
         return {"comments": list(session.comments.select_related("author").order_by("-id")[:100])}
 
     def session_messages():
-        page = lib.keyset_page(
+        page = pages.keyset_page(
             reads.involving([session]),
             reads.messages_by_ids,
             before=request.GET.get("m_before"),
@@ -116,7 +116,7 @@ def session_detail(request, pk):
         return {"message_page": page, "threads": reads.threaded(reads.decorate_messages(page.rows))}
 
     def events():
-        page = lib.keyset_page(
+        page = pages.keyset_page(
             [Event.objects.filter(session=session)],
             lambda ids: Event.objects.filter(pk__in=ids),
             before=request.GET.get("before"),
@@ -144,7 +144,7 @@ def session_detail(request, pk):
 @require_POST
 def write_comment(request, pk):
     session = get_object_or_404(Session, pk=pk)
-    return lib.composer_answer(
+    return pages.composer_answer(
         request,
         lambda: actions.do_write_comment(session=session, body=request.POST.get("body", ""), author=request.user),
         composer={"action": reverse("session-comment", args=[pk])},
@@ -227,14 +227,14 @@ def task_detail(request, pk):
     task = get_object_or_404(Task, pk=pk)
 
     def task_sessions():
-        return {"sessions": lib.decorate_sessions(session_lib.sessions_with_links().filter(task=task).order_by("-last_seen_at", "-id"))}
+        return {"sessions": pages.decorate_sessions(directory.sessions_with_links().filter(task=task).order_by("-last_seen_at", "-id"))}
 
     def comments():
         return {"comments": list(Comment.objects.filter(session__task=task).select_related("session").order_by("-id")[:100])}
 
     def task_messages():
         members = list(Session.objects.filter(task=task).only("id"))
-        page = lib.keyset_page(
+        page = pages.keyset_page(
             reads.involving(members, task=task),
             reads.messages_by_ids,
             before=request.GET.get("m_before"),
@@ -243,7 +243,7 @@ def task_detail(request, pk):
         return {"message_page": page, "threads": reads.threaded(reads.decorate_messages(page.rows))}
 
     parts = {"task-sessions": task_sessions, "task-comments": comments, "task-messages": task_messages}
-    candidates = lib.decorate_sessions(session_lib.sessions_with_links().exclude(task=task).order_by("-last_seen_at", "-id")[:300])
+    candidates = pages.decorate_sessions(directory.sessions_with_links().exclude(task=task).order_by("-last_seen_at", "-id")[:300])
     context = {
         "section": "tasks",
         "task": task,
@@ -317,7 +317,7 @@ def _markdown(text, filename):
 def events_feed(request):
     kind = request.GET.get("kind", "")
     name = request.GET.get("session", "").strip()
-    matched = session_lib.find_sessions(name)
+    matched = directory.find_sessions(name)
 
     def rows():
         events = Event.objects.all()
@@ -325,7 +325,7 @@ def events_feed(request):
             events = events.filter(name__startswith=kind + ".")
         if name:
             events = events.filter(session__in=matched)
-        page = lib.keyset_page(
+        page = pages.keyset_page(
             [events],
             lambda ids: Event.objects.filter(pk__in=ids).select_related("session"),
             before=request.GET.get("before"),

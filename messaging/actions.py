@@ -7,19 +7,19 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from relaybay.compiled import compiled, insert_all
-from relaybay.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
-from relaybay.events import ping
-from relaybay.inputs import clean_text, parse_id
-from sessions_app import lib as session_lib
-from sessions_app.lib import Arrival
+from core.compiled import compiled, insert_all
+from core.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
+from core.pings import ping
+from core.inputs import clean_text, parse_id
+from sessions_app import directory
+from sessions_app.directory import Arrival
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
-from sessions_app.events import feed_row, record_event, record_events, wake_session, wake_sessions
+from sessions_app.feed import feed_row, record_event, record_events, wake_session, wake_sessions
 from sessions_app.hooks.delivery import BUDGET, answer_size
 from sessions_app.models import HookLink, Session
 
-from . import fleet, lib
-from .delivery import MESSAGES
+from . import fleet, formatting
+from .deliverable import MESSAGES
 from .models import Dispatch, SessionMessage
 
 LONGEST_ID = 10**12
@@ -39,10 +39,10 @@ class Claim:
 
 
 def claim_of(*, session=None, session_title=None, hook_session=None, what="session"):
-    name = session_lib.check_name(session if session is not None else session_title, what=what)
+    name = directory.check_name(session if session is not None else session_title, what=what)
     hook = (hook_session or "").strip() or None
     # Without a name, the link's row is who calls: loaded with it.
-    return Claim(name, hook, session_lib.link_of(hook, with_session=name is None))
+    return Claim(name, hook, directory.link_of(hook, with_session=name is None))
 
 
 @dataclass
@@ -83,7 +83,7 @@ def resolve_sender(claim):
         # The hook id names its row; an old id of a row that is live under another exact
         # link must not pass for it, exactly as its name without that link's id would not.
         # (A live exact link is its row's only one: link_hook_session ends the others.)
-        if not link.carries_deliveries and session_lib.live_exact_link(link.session) is not None:
+        if not link.carries_deliveries and directory.live_exact_link(link.session) is not None:
             raise SenderRefused(_linked_elsewhere(link.session.public_name))
         return Caller(link.session, link.session.public_name, link.carries_deliveries)
     # The named row is looked up once; a row made for a name that a refusal below rejects is
@@ -95,7 +95,7 @@ def resolve_sender(claim):
             "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."
         )
     if link is None or not link.live:
-        if session_lib.live_exact_link(row) is not None:
+        if directory.live_exact_link(row) is not None:
             raise SenderRefused(_linked_elsewhere(name))
         return Caller(row, name, False)
     return Caller(row, name, link_hook_session(row, hook_session).verified)
@@ -104,12 +104,12 @@ def resolve_sender(claim):
 def _check_body(body):
     if not isinstance(body, str):
         raise InvalidInput("The body must be text.")
-    body = lib.normalise_body(clean_text(body))
+    body = formatting.normalise_body(clean_text(body))
     if not body.strip():
         raise InvalidInput("The body is empty; write the message text in body.")
-    if len(body) > lib.BODY_MAX:
+    if len(body) > formatting.BODY_MAX:
         raise InvalidInput(
-            f"The body is {len(body)} characters after normalising line breaks; the limit is {lib.BODY_MAX}. "
+            f"The body is {len(body)} characters after normalising line breaks; the limit is {formatting.BODY_MAX}. "
             "Shorten it or split it into several messages.",
             code=ErrorCode.BODY_TOO_LONG,
         )
@@ -120,7 +120,7 @@ def _check_fits(message):
     """The message alone in a hook answer, header included, as the Stop reason or the wake-up
     would carry it, must fit one answer. Measured with an id longer than any it will have, so
     whether a body fits never depends on its id."""
-    size = answer_size(MESSAGES, message, lib.message_block(message, number=LONGEST_ID))
+    size = answer_size(MESSAGES, message, formatting.message_block(message, number=LONGEST_ID))
     if size > BUDGET:
         raise InvalidInput(
             f"This body would take {size} characters once quoted and framed, over the {BUDGET} one hook answer "
@@ -147,14 +147,14 @@ SENDER_TOLD = {
         "the owner sees it on the board."
     ),
     Arrival.ENDED: "Not delivered: it has ended; this waits in case it comes back.",
-    **{when: "Not delivered yet: " + sentence for when, sentence in session_lib.ON_ITS_WAY.items()},
+    **{when: "Not delivered yet: " + sentence for when, sentence in directory.ON_ITS_WAY.items()},
 }
 SENDER_TOLD[Arrival.GUESSED] = SENDER_TOLD[Arrival.NO_LINK]
 
 
 def reachability(recipient):
     """What the sender is told about when the message can arrive (docs/rules.md §4.3)."""
-    return SENDER_TOLD[session_lib.arrival(recipient)]
+    return SENDER_TOLD[directory.arrival(recipient)]
 
 
 def unverified_note(verified):
@@ -187,7 +187,7 @@ def send_answer(message, status, *, request_id="", duplicate=False):
         "to_handle": f"S-{message.recipient_id}",
         "sender": message.sender_name,
         "sender_verified": message.sender_verified,
-        "state": lib.message_mark(message),
+        "state": formatting.message_mark(message),
         "status": status,
         "note": unverified_note(message.sender_verified),
         "duplicate": duplicate,
@@ -256,7 +256,7 @@ def _sender_and_earlier_answer(*, session, session_title, hook_session, request_
     request_id, if any. Sends of one sender take turns on every process (serialize_on): its
     rate, its request ids and its duplicates are judged on what the previous send committed."""
     sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
-    session_lib.serialize_on("sender", str(sender.row.pk))
+    directory.serialize_on("sender", str(sender.row.pk))
     return sender, fleet.earlier_answer(sender.row, request_id, now)
 
 
@@ -268,7 +268,7 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
             return SendResult(earlier)
         if to not in (None, ""):
             recipient = resolve_one(to, what="recipient")
-            recipient_name = session_lib.check_name(to)
+            recipient_name = directory.check_name(to)
         elif parent is not None:
             recipient = parent.sender
             recipient_name = parent.sender_name
@@ -289,7 +289,7 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
             seconds = max(0, int((now - first.created_at).total_seconds()))
             status = (
                 f"Not sent again: the same text went to {first.recipient_name} as {first.handle} {seconds} s ago, "
-                f"so no second message was written. {first.handle} is {lib.message_status(first, now)}"
+                f"so no second message was written. {first.handle} is {formatting.message_status(first, now)}"
             )
             return SendResult(send_answer(first, status, request_id=request_id, duplicate=True), first)
         fleet.check_rate(sender.row, now)
@@ -364,9 +364,9 @@ def broadcast_recipients(sender_row, *, task=None, folder=None):
             "Say who the broadcast is for: you belong to no task, so pass task (a task id or title) "
             "or folder (the absolute path the sessions work in)."
         )
-    found = session_lib.listed_sessions(task=task_row, folder=folder, live_only=bool(folder), limit=None)
+    found = directory.listed_sessions(task=task_row, folder=folder, live_only=bool(folder), limit=None)
     recipients = sorted(
-        (row for row in found if row.pk != sender_row.pk and session_lib.arrival(row) != Arrival.ENDED), key=lambda row: row.pk
+        (row for row in found if row.pk != sender_row.pk and directory.arrival(row) != Arrival.ENDED), key=lambda row: row.pk
     )
     scope = []
     if task_row is not None:
@@ -385,7 +385,7 @@ def _outcome(verdict, recipient):
         return "refused"
     if verdict.state == SessionMessage.State.HELD:
         return "held"
-    return "delivering now" if session_lib.arrival(recipient) == Arrival.WAKING else "not delivered yet"
+    return "delivering now" if directory.arrival(recipient) == Arrival.WAKING else "not delivered yet"
 
 
 def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request_id=None, session=None, session_title=None, hook_session=None):
@@ -513,7 +513,7 @@ def resolve_reader(claim):
 
 
 # An ack without message_id marks the caller's unread relaybay messages: those delivered to it
-# when its proof holds, else every one. Compiled (relaybay/compiled.py): built by the ORM on
+# when its proof holds, else every one. Compiled (core/compiled.py): built by the ORM on
 # every ack, the query took 0.60 ms of an ack's 0.87 (docs/mcp.md, "Stop 27").
 def _unread_mail(recipient_id):
     return SessionMessage.objects.filter(recipient_id=recipient_id, read_at=None, channel=SessionMessage.Channel.MCP)
@@ -572,7 +572,7 @@ def do_link_session(*, hook_session, session=None, session_title=None):
     if not hook:
         raise InvalidInput("Pass hook_session: your CLAUDE_CODE_SESSION_ID.")
     with transaction.atomic():
-        link = session_lib.link_of(hook)
+        link = directory.link_of(hook)
         if link is None:
             raise NotFound(
                 f"relaybay has seen no hook events from hook session {hook}, so there is nothing to link. "
@@ -580,7 +580,7 @@ def do_link_session(*, hook_session, session=None, session_title=None):
             )
         if not link.live:
             raise Refused(f"Hook session {hook} has ended; link the hook session you are running in now.", code=ErrorCode.HOOK_ENDED)
-        name = session_lib.check_name(session if session is not None else session_title, what="session")
+        name = directory.check_name(session if session is not None else session_title, what="session")
         if name is None:
             raise InvalidInput("Pass session (or session_title): the name to link this hook session to.")
         row, _ = named_row(name, hook, kind=Session.Kind.MCP)
@@ -628,5 +628,5 @@ def do_decide_held_message(*, message, deliver):
     if decided:
         sentence = f"M-{message.pk} delivered: it reaches {message.recipient_name} at its next hook." if deliver else f"M-{message.pk} denied."
     else:
-        sentence = f"M-{message.pk} is {lib.message_mark(message, now)}, not held: nothing changed."
+        sentence = f"M-{message.pk} is {formatting.message_mark(message, now)}, not held: nothing changed."
     return DecideResult(message, bool(decided), sentence)

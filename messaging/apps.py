@@ -9,11 +9,11 @@ class MessagingConfig(AppConfig):
         # Hook ingestion lives in sessions_app, which never imports messaging: it reaches
         # messages through what messaging registers here, the recorder of native traffic and
         # messages as a kind of delivery.
-        from sessions_app.hooks import delivery, native
+        from sessions_app.hooks import claude_native, delivery
 
-        from .delivery import MESSAGES
-        from .native import do_record_native_traffic
+        from .deliverable import MESSAGES
+        from .native_rows import do_record_native_traffic
 
-        if do_record_native_traffic not in native.recorders:
-            native.recorders.append(do_record_native_traffic)
+        if do_record_native_traffic not in claude_native.recorders:
+            claude_native.recorders.append(do_record_native_traffic)
         delivery.register(MESSAGES)

@@ -3,7 +3,7 @@ the recipient's inbound policy and its unread cap. The send and broadcast action
 inside their transaction, once the sender's sends take turns on every process (serialize_on);
 the recipient's inbox is locked too before its cap is judged.
 
-The checks run on every send, so their queries are compiled once (relaybay/compiled.py).
+The checks run on every send, so their queries are compiled once (core/compiled.py).
 
 Each check reads the database, never one process's memory: two repeats arriving at two
 processes at the same moment see each other's committed rows.
@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Q
 
-from relaybay.compiled import Compiled, compiled, insert
-from relaybay.errors import ErrorCode, InvalidInput, RateLimited
-from sessions_app import lib as session_lib
+from core.compiled import Compiled, compiled, insert
+from core.errors import ErrorCode, InvalidInput, RateLimited
+from sessions_app import directory
 from sessions_app.models import Session
 
 from .models import Dispatch, SessionMessage
@@ -108,7 +108,7 @@ def lock_inboxes(recipients):
     """Sends to one recipient take turns while its cap is judged; in id order, so two
     broadcasts to overlapping sets never wait on each other in a circle."""
     for pk in sorted({row.pk for row in recipients}):
-        session_lib.serialize_on("inbox", str(pk))
+        directory.serialize_on("inbox", str(pk))
 
 
 def waiting_for(recipient_id, now):

@@ -7,10 +7,10 @@ from datetime import timedelta
 from django.db.models import Count
 from django.utils import timezone
 
-from sessions_app import lib as session_lib
-from sessions_app.lib import Arrival
+from sessions_app import directory
+from sessions_app.directory import Arrival
 
-from .lib import NATIVE_MARKS, message_mark, message_status, native_mark, read_mark
+from .formatting import NATIVE_MARKS, message_mark, message_status, native_mark, read_mark
 from .models import SessionMessage
 
 # Claude Code expires a held native message after this long (its default): the sender's
@@ -31,13 +31,13 @@ def messages_by_ids(ids):
     return (
         SessionMessage.objects.filter(pk__in=ids)
         .select_related("task", "sender", "recipient")
-        .prefetch_related(session_lib.links_loaded("recipient__links"))
+        .prefetch_related(directory.links_loaded("recipient__links"))
     )
 
 
 BOARD_WAITING = {
-    **session_lib.NOT_DELIVERABLE,
-    Arrival.CAPPED: session_lib.WAKE_CAP_WAIT,
+    **directory.NOT_DELIVERABLE,
+    Arrival.CAPPED: directory.WAKE_CAP_WAIT,
     Arrival.WAKING: "it is idle and its wake-up hook is waiting; it is being woken.",
     Arrival.IDLE: "it is idle; it sees this at its next prompt or wake-up.",
     Arrival.BUSY: "it is busy; it reaches it at its next tool call or prompt.",
@@ -46,7 +46,7 @@ BOARD_WAITING = {
 
 def waiting_reason(message):
     """Why a message that is neither delivered nor read still waits, as the board says it."""
-    return BOARD_WAITING[session_lib.arrival(message.recipient)]
+    return BOARD_WAITING[directory.arrival(message.recipient)]
 
 
 def decorate_messages(messages):

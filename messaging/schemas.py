@@ -2,7 +2,7 @@ from typing import Literal
 
 from ninja import Field, Schema
 
-from relaybay.inputs import Name, Path
+from core.inputs import Name, Path
 
 REQUEST_ID_HELP = (
     "Any unique text you make for this call (a UUID). If the call fails or times out, call again with the same "

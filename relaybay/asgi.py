@@ -20,7 +20,7 @@ class APIHandler(ASGIHandler):
     of them runs its request and response steps on a thread hop of their own (Django's
     MiddlewareMixin), a dozen hops for every hook: the empty API view costs 2.6 times as much
     through the chain (docs/benchmarks.md, "What relaybay's serving choices buy"). The routes,
-    auth and error answers are the same as through the full chain (relaybay/api.py); the WSGI
+    auth and error answers are the same as through the full chain (core/api.py); the WSGI
     layout serves /api/ with it.
     """
 
@@ -39,9 +39,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from board.routing import websocket_urlpatterns  # noqa: E402
-from relaybay.dbthreads import threads as db_threads  # noqa: E402
-from relaybay.events import send_held  # noqa: E402
-from relaybay.mcp.http import mcp_asgi_app  # noqa: E402
+from core.dbthreads import threads as db_threads  # noqa: E402
+from core.pings import send_held  # noqa: E402
+from mcp_server.http import mcp_asgi_app  # noqa: E402
 
 # The API's description and docs page open with the token or the owner's board login, which
 # only the board's middleware (sessions, auth) reads.
@@ -50,7 +50,7 @@ API_PAGES_FOR_THE_OWNER = {"/api/docs", "/api/openapi.json"}
 
 async def serve_api(scope, receive, send):
     """One /api/ request: Django without the middleware chain, its sync code on a database
-    thread (relaybay/dbthreads.py), the board pings and wake-ups of what it committed sent
+    thread (core/dbthreads.py), the board pings and wake-ups of what it committed sent
     before its answer."""
     async with db_threads.serving() as held:
 

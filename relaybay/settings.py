@@ -89,8 +89,10 @@ INSTALLED_APPS = [
     # never from a CDN.
     "ninja",
     "channels",
+    "core",
     "sessions_app",
     "messaging",
+    "mcp_server",
     "board",
 ]
 
@@ -159,7 +161,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;",
         }
     )
-    # Persistent: the API's database thread (relaybay/dbthreads.py) keeps its connection from
+    # Persistent: the API's database thread (core/dbthreads.py) keeps its connection from
     # one request to the next instead of opening one per request (0.4 ms). Other threads'
     # connections close when their thread ends.
     DATABASES["default"]["CONN_MAX_AGE"] = None
@@ -171,7 +173,7 @@ else:
     DATABASES["default"].setdefault("TEST", {}).setdefault("NAME", f"test_relaybay_{os.getpid()}")
 
 # Under daphne the JSON API's sync code runs on this many long-lived threads per process
-# (relaybay/dbthreads.py): one on SQLite, which takes one writer at a time; a few on
+# (core/dbthreads.py): one on SQLite, which takes one writer at a time; a few on
 # PostgreSQL, within the pool.
 RELAYBAY_DB_THREADS = envint(
     "RELAYBAY_DB_THREADS", 1 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3" else 4

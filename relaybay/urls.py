@@ -3,7 +3,7 @@ from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
-from .api import api, no_such_route
+from core.api import api, no_such_route
 
 urlpatterns = [
     path("admin/", admin.site.urls),

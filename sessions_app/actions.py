@@ -7,13 +7,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from relaybay.compiled import compiled
-from relaybay.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
-from relaybay.events import ping, send_to_group
-from relaybay.inputs import clean_text, is_identifier_text, parse_id
+from core.compiled import compiled
+from core.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
+from core.pings import ping, send_to_group
+from core.inputs import clean_text, is_identifier_text, parse_id
 
-from . import lib
-from .events import record_event, wake_session
+from . import directory
+from .feed import record_event, wake_session
 from .models import Comment, HookLink, RefusedHooks, Session, Task, fold_name
 
 COMMENT_MAX = 4000
@@ -22,7 +22,7 @@ COMMENT_MAX = 4000
 def candidates_sentence(rows):
     parts = []
     for row in rows:
-        exactness, state = lib.link_state(row)
+        exactness, state = directory.link_state(row)
         bits = [row.handle, f'"{row.public_name}"']
         if row.desktop_id:
             bits.append(f"desktop id {row.desktop_id}")
@@ -33,7 +33,7 @@ def candidates_sentence(rows):
 
 def _going_by(name):
     """The one row going by `name`, or None; several is an error naming them."""
-    rows = lib.find_sessions(name)
+    rows = directory.find_sessions(name)
     if len(rows) > 1:
         raise Ambiguous(f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.')
     return rows[0] if rows else None
@@ -41,7 +41,7 @@ def _going_by(name):
 
 def resolve_one(name, *, what="session"):
     """The one row going by `name`, or a clear error (none found / several found)."""
-    name = lib.check_name(name, what=what)
+    name = directory.check_name(name, what=what)
     row = _going_by(name)
     if row is None:
         raise NotFound(f'No session goes by "{name}". Use sessions_list to see the names you can use.')
@@ -52,7 +52,7 @@ def named_row(name, hook_session=None, *, kind):
     """The row a write names, made when no row goes by the name. A hook row that was only
     guessed for this hook id simply takes the name. Call inside a transaction."""
     # Two first writes under one new name, on two processes, must not make two rows.
-    lib.serialize_on("name", fold_name(name))
+    directory.serialize_on("name", fold_name(name))
     row = _going_by(name)
     if row is not None:
         return row, False
@@ -128,7 +128,7 @@ def link_hook_session(row, hook_session):
         ping("sessions")
         # The row's links as they are now: what reads them next (the caller's answer, the
         # send's sender rule) must not see those loaded before the move.
-        lib.with_links(row)
+        directory.with_links(row)
     link.session = row
     return LinkResult(link, moved=moved)
 
@@ -136,7 +136,7 @@ def link_hook_session(row, hook_session):
 @compiled
 def _link_to_move(hook_session: str):
     """The hook id's link, locked until commit (PostgreSQL) while link_hook_session decides.
-    Every verified call that names its sender asks it: compiled once (relaybay/compiled.py);
+    Every verified call that names its sender asks it: compiled once (core/compiled.py);
     its row is loaded only when the link moves."""
     return HookLink.objects.select_for_update().filter(hook_session=hook_session)
 
@@ -162,7 +162,7 @@ class CommentResult:
 
 
 def do_write_comment(*, session, body, author=None, send=send_to_group):
-    """`send`: how this process reaches boards and waiters (relaybay.events)."""
+    """`send`: how this process reaches boards and waiters (core.pings)."""
     body = clean_text(body or "").strip()
     if not body:
         raise InvalidInput("The comment is empty; write something to send.")
@@ -187,7 +187,7 @@ def _clean_aliases(aliases):
     for alias in aliases:
         if alias is None or not str(alias).strip():
             continue
-        alias = lib.check_name(str(alias), what="alias")
+        alias = directory.check_name(str(alias), what="alias")
         if alias.casefold() not in {a.casefold() for a in cleaned}:
             cleaned.append(alias)
     return cleaned
@@ -197,7 +197,7 @@ def do_update_session(*, session, title=None, aliases=None, task=..., folder=Non
     with transaction.atomic():
         changed = []
         if title is not None:
-            session.title = lib.check_name(title, what="title") if title.strip() else ""
+            session.title = directory.check_name(title, what="title") if title.strip() else ""
             changed.append("title")
         if aliases is not None:
             session.aliases = _clean_aliases(aliases)
@@ -249,13 +249,13 @@ class DesktopResult:
 
 
 def do_register_desktop(*, desktop_id, title=None, aliases=None, folder=None, status=None):
-    desktop_id = lib.check_name(desktop_id, what="desktop id")
+    desktop_id = directory.check_name(desktop_id, what="desktop id")
     with transaction.atomic():
         session, created = Session.objects.select_for_update().get_or_create(
             desktop_id=desktop_id, defaults={"kind": Session.Kind.DESKTOP}
         )
         if title is not None:
-            session.title = lib.check_name(title, what="title") if title.strip() else ""
+            session.title = directory.check_name(title, what="title") if title.strip() else ""
         if aliases is not None:
             session.aliases = _clean_aliases(aliases)
         if folder is not None:
@@ -292,7 +292,7 @@ def do_record_desktop_edge(*, sender, recipient):
 
 
 def do_save_task(*, task=None, title, status=None):
-    title = lib.check_name(title, what="task title")
+    title = directory.check_name(title, what="task title")
     if status and status not in Task.Status.values:
         raise InvalidInput(f"A task's status is one of: {', '.join(Task.Status.values)}.")
     with transaction.atomic():
@@ -330,7 +330,7 @@ def get_task(task_ref):
 
 def do_count_refused_hooks(*, count, now=None):
     """Add `count` hook calls refused for their token to the current streak (a new one after
-    lib.REFUSED_HOOKS_RECENT without a refusal)."""
+    directory.REFUSED_HOOKS_RECENT without a refusal)."""
     now = now or timezone.now()
     with transaction.atomic():
         row, created = RefusedHooks.objects.select_for_update().get_or_create(
@@ -338,7 +338,7 @@ def do_count_refused_hooks(*, count, now=None):
         )
         if created:
             pass
-        elif now - row.last_at > lib.REFUSED_HOOKS_RECENT:
+        elif now - row.last_at > directory.REFUSED_HOOKS_RECENT:
             RefusedHooks.objects.filter(pk=1).update(count=count, first_at=now, last_at=now)
         else:
             RefusedHooks.objects.filter(pk=1).update(count=F("count") + count, last_at=now)

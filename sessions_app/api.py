@@ -8,13 +8,13 @@ from django.conf import settings
 from django.db import DatabaseError
 from ninja import Router, Status
 
-from relaybay import inputs
-from relaybay.auth import AsyncTokenAuth, TokenAuth, token_matches
-from relaybay.dbthreads import threads as db_threads
-from relaybay.errors import InvalidInput
-from relaybay.events import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
+from core import inputs
+from core.auth import AsyncTokenAuth, TokenAuth, token_matches
+from core.dbthreads import threads as db_threads
+from core.errors import InvalidInput
+from core.pings import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
-from . import actions, lib
+from . import actions, directory
 from .hooks import delivery, refusals
 from .hooks.ingest import ingest_hook
 from .schemas import ERRORS, DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, HookIn, InboundIn, InboundOut, RelayIn, WaitOut
@@ -87,7 +87,7 @@ def _spooled_at(request):
 def post_hook(request):
     payload = inputs.read_json_body(request, what="The hook payload")
     replay = request.headers.get("X-Relaybay-Replay") == "1"
-    process = lib.process_proof(request.headers.get(lib.PROCESS_HEADER))
+    process = directory.process_proof(request.headers.get(directory.PROCESS_HEADER))
     return ingest_hook(payload, replay=replay, spooled_at=_spooled_at(request) if replay else None, process=process)
 
 
@@ -112,7 +112,7 @@ async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 5
         await layer.group_add(group, channel)
     except Exception:
         # No channel layer (Redis down): nobody will wait, so no waiter stays registered to
-        # tell senders the session is being woken. The error answers 503 (relaybay/api.py).
+        # tell senders the session is being woken. The error answers 503 (core/api.py).
         await db_threads.run(delivery.forget_waiter, session_id, waiter)
         raise
     try:
@@ -165,7 +165,7 @@ async def relay(request, data: RelayIn):
 @router.post("/desktop", response={200: DesktopOut, **ERRORS}, summary="Register or update a desktop session")
 def register_desktop(request, data: DesktopIn):
     result = actions.do_register_desktop(**data.dict())
-    return {"created": result.created, "session": lib.session_summary(result.session)}
+    return {"created": result.created, "session": directory.session_summary(result.session)}
 
 
 @router.post(

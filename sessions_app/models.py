@@ -36,7 +36,7 @@ class Task(models.Model):
 class SessionQuerySet(models.QuerySet):
     def live(self):
         """Rows with a live link (HookLink.LIVE_STATES). A subquery, not a join: one row each,
-        with no DISTINCT, so the rows can be a subquery themselves (sessions_app.lib.listed_sessions)."""
+        with no DISTINCT, so the rows can be a subquery themselves (sessions_app.directory.listed_sessions)."""
         return self.filter(pk__in=HookLink.objects.live().values("session_id"))
 
     def not_live(self):
@@ -130,7 +130,7 @@ class Session(models.Model):
         return self.handle
 
     def newest_links(self):
-        """Its hook links, newest first: those loaded with the row (sessions_app.lib's
+        """Its hook links, newest first: those loaded with the row (sessions_app.directory's
         sessions_with_links and with_links: a list makes no query per row, and they are as
         they were when loaded), else read now, on each call."""
         try:

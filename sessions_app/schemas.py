@@ -3,7 +3,7 @@ from typing import Literal
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
-from relaybay.inputs import Name, Path
+from core.inputs import Name, Path
 
 from .hooks.ingest import IDENTIFIERS, OPTIONAL_IDENTIFIERS
 
@@ -27,7 +27,7 @@ def _identifier(key, description, required=False):
 
 class HookIn(Schema):
     """A hook payload as Claude Code sends it (documentation: the route reads the body itself,
-    by relaybay/inputs.py's rules and sessions_app.hooks.ingest.check_payload). Fields not
+    by core/inputs.py's rules and sessions_app.hooks.ingest.check_payload). Fields not
     named here are kept as text."""
 
     model_config = ConfigDict(extra="allow")

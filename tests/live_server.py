@@ -1,4 +1,4 @@
-"""A real relaybay for tests that talk to it over HTTP: relaybay/devserver.py's server (a fresh
+"""A real relaybay for tests that talk to it over HTTP: tests/devserver.py's server (a fresh
 data folder, `migrate`, one daphne process on loopback, as `make run` would start it), on the
 test run's configuration.
 
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from relaybay import devserver
-from relaybay.devserver import MANAGE, NOT_INHERITED, REPO_ROOT, drop_database, free_port, server_env  # noqa: F401
+from tests import devserver
+from tests.devserver import MANAGE, NOT_INHERITED, REPO_ROOT, drop_database, free_port, server_env  # noqa: F401
 
 # The test run's own configuration (the scale-out pass sets both); live servers never use its
 # database itself, only fresh ones on the same PostgreSQL server.

@@ -91,7 +91,7 @@ def test_an_event_whose_marks_show_everything_has_no_details_to_expand(board):
 
 
 def test_marks_that_show_every_field_in_full_need_no_details_but_a_long_one_does(board):
-    from sessions_app.events import record_event
+    from sessions_app.feed import record_event
 
     alpha = named_session("alpha")
     short = record_event("session.updated", session=alpha, data={"session": alpha.handle, "fields": ["task"], "verified": True})

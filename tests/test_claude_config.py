@@ -174,7 +174,7 @@ def test_mcp_stdio_connects_the_stdio_server_without_django():
     server = config["mcpServers"]["relaybay"]
     assert server["type"] == "stdio"
     assert server["command"] == sys.executable and Path(server["command"]).is_file()
-    assert server["args"] == ["-m", "relaybay.mcp.server"]
+    assert server["args"] == ["-m", "mcp_server.stdio"]
     assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN, "PYTHONPATH": str(MANAGE.parent)}
 
 

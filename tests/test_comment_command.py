@@ -38,7 +38,7 @@ def test_several_sessions_found_is_a_clear_error_listing_them():
 
 def test_a_comment_from_the_command_wakes_a_session_waiting_on_the_running_server(live_relaybay):
     # The command is another process: on the embedded in-memory layer its wake reaches the
-    # server's waiter only through the explicit relay (relaybay.events.relay_to_server).
+    # server's waiter only through the explicit relay (core.pings.relay_to_server).
     live_relaybay.start_session("hook-cmd-idle", "cmd-idle")
     live_relaybay.hook("UserPromptSubmit", "hook-cmd-idle", prompt="go")
     live_relaybay.hook("Stop", "hook-cmd-idle", stop_hook_active=False)

@@ -1,4 +1,4 @@
-"""relaybay/compiled.py: a queryset compiled once answers as the ORM does, and a compiled
+"""core/compiled.py: a queryset compiled once answers as the ORM does, and a compiled
 INSERT writes the row Model.save() writes. Runs on both configurations (SQLite here,
 PostgreSQL in the scale-out pass), as every send and hook runs these statements."""
 
@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from messaging import fleet, reads
 from messaging.models import Dispatch, SessionMessage
-from relaybay.compiled import Compiled, compiled, insert, insert_all
-from sessions_app import lib
+from core.compiled import Compiled, compiled, insert, insert_all
+from sessions_app import directory
 from sessions_app.models import Event, HookLink, Session, SessionName, Task
 
 pytestmark = pytest.mark.django_db
@@ -71,17 +71,17 @@ def test_a_compiled_row_is_the_instance_the_orm_makes_without_model_init(two_ses
     row.title = "Alpha renamed"
     row.save(update_fields=["title"])
     assert Session.objects.get(pk=alpha.pk).title == "Alpha renamed"
-    assert lib.find_sessions("Alpha renamed") == [row]  # its names were rewritten by its own save()
+    assert directory.find_sessions("Alpha renamed") == [row]  # its names were rewritten by its own save()
 
 
 def test_a_name_is_a_whole_name_not_a_pattern(two_sessions):
     alpha, beta = two_sessions
     # "%" and "_" in a name are letters, not wildcards.
-    assert lib.find_sessions("Alpha 100%_done") == [alpha]
-    assert lib.find_sessions("Alpha 1000xdone") == []
-    assert lib.find_sessions("al") == [alpha]
-    assert lib.find_sessions(f"S-{beta.pk}") == [beta]
-    assert lib.find_sessions("hook-beta") == [beta]
+    assert directory.find_sessions("Alpha 100%_done") == [alpha]
+    assert directory.find_sessions("Alpha 1000xdone") == []
+    assert directory.find_sessions("al") == [alpha]
+    assert directory.find_sessions(f"S-{beta.pk}") == [beta]
+    assert directory.find_sessions("hook-beta") == [beta]
 
 
 def test_a_mark_inside_a_pattern_is_refused():
@@ -97,7 +97,7 @@ def test_a_name_is_looked_up_by_index_not_by_scanning_every_row(two_sessions):
     alpha, _ = two_sessions
     Session.objects.bulk_create([Session(kind="mcp", title=f"other {i}", name_keys=f"\nother {i}\n") for i in range(30)])
     with CaptureQueriesContext(connection) as queries:
-        assert lib.find_sessions("ALPHA 100%_done ") == [alpha]
+        assert directory.find_sessions("ALPHA 100%_done ") == [alpha]
     rows_sql = queries.captured_queries[0]["sql"]
     assert " LIKE " not in rows_sql.upper()
     if connection.vendor == "sqlite":
@@ -117,8 +117,8 @@ def test_live_rows_are_found_by_the_live_links_index_not_by_walking_every_link(t
     HookLink.objects.bulk_create([HookLink(hook_session=f"old-{n}", session=beta, state=HookLink.State.ENDED) for n in range(40)])
     assert list(Session.objects.live()) == [alpha]
     if connection.vendor == "sqlite":
-        for shape in [(False, True, True, lib.LIST_LIMIT, shown) for shown in (False, True)] + [(True, False, True, lib.LIST_LIMIT, False)]:
-            for statement in lib._listing(*shape):
+        for shape in [(False, True, True, directory.LIST_LIMIT, shown) for shown in (False, True)] + [(True, False, True, directory.LIST_LIMIT, False)]:
+            for statement in directory._listing(*shape):
                 with connection.cursor() as cursor:
                     cursor.execute("EXPLAIN QUERY PLAN " + statement.statement().sql, statement.statement().params((0, "/work/a")))
                     plan = [row[-1] for row in cursor.fetchall()]
@@ -137,7 +137,7 @@ def test_a_list_reads_the_links_of_its_rows_only(two_sessions):
         [HookLink(hook_session=f"old-{row.pk}-{n}", session=row, state=HookLink.State.ENDED) for row in others for n in range(50)]
     )
     for shape in [(True, False, False, False), (True, False, True, False), (False, True, True, False), (True, False, False, True)]:
-        statement = lib._listing(*shape[:3], lib.LIST_LIMIT, shape[3])[1].statement()
+        statement = directory._listing(*shape[:3], directory.LIST_LIMIT, shape[3])[1].statement()
         params = statement.params((ledger.pk, "/work/a"))
         with connection.cursor() as cursor:
             if connection.vendor == "sqlite":
@@ -150,7 +150,7 @@ def test_a_list_reads_the_links_of_its_rows_only(two_sessions):
                 cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement.sql, params)
                 removed = _removed_from(cursor.fetchone()[0][0]["Plan"], "sessions_app_hooklink")
                 assert removed < 50, removed
-    assert [row.pk for row in lib.listed_sessions(task=ledger)] == [alpha.pk]
+    assert [row.pk for row in directory.listed_sessions(task=ledger)] == [alpha.pk]
 
 
 def _removed_from(plan, table):
@@ -163,15 +163,15 @@ def test_a_row_that_joins_the_list_between_its_two_reads_is_left_out(two_session
     """The rows and their links are two statements: a row that became live in between (or took
     the task) is not listed, and its links are not wanted (rather than failing the call)."""
     alpha, beta = two_sessions
-    rows_of, links_of = lib._listing(False, False, True, lib.LIST_LIMIT, False)
+    rows_of, links_of = directory._listing(False, False, True, directory.LIST_LIMIT, False)
 
     def rows_then_beta_goes_live(*values):
         rows = rows_of(*values)
         HookLink.objects.filter(hook_session="hook-beta").update(state=HookLink.State.BUSY, exact=True)
         return rows
 
-    monkeypatch.setattr(lib, "_listing", lambda *shape: (rows_then_beta_goes_live, links_of))
-    (row,) = lib.listed_sessions(live_only=True)
+    monkeypatch.setattr(directory, "_listing", lambda *shape: (rows_then_beta_goes_live, links_of))
+    (row,) = directory.listed_sessions(live_only=True)
     assert row == alpha and [link.hook_session for link in row.speaking_links] == ["hook-alpha"]
 
 
@@ -179,50 +179,50 @@ def test_a_rename_moves_the_rows_names(two_sessions):
     alpha, beta = two_sessions
     alpha.title = "Gamma"
     alpha.save(update_fields=["title"])
-    assert lib.find_sessions("Alpha 100%_done") == []
-    assert lib.find_sessions("gamma") == [alpha]
-    assert lib.find_sessions("AL") == [alpha]
+    assert directory.find_sessions("Alpha 100%_done") == []
+    assert directory.find_sessions("gamma") == [alpha]
+    assert directory.find_sessions("AL") == [alpha]
     alpha.aliases = ["Beta", "gamma"]  # an alias the title folds to is one name
     alpha.save()
-    assert lib.find_sessions("al") == []
-    assert sorted(row.pk for row in lib.find_sessions("beta")) == sorted([alpha.pk, beta.pk])
+    assert directory.find_sessions("al") == []
+    assert sorted(row.pk for row in directory.find_sessions("beta")) == sorted([alpha.pk, beta.pk])
     assert sorted(SessionName.objects.filter(session=alpha).values_list("key", flat=True)) == ["beta", "gamma"]
     alpha.status = "working"
     with CaptureQueriesContext(connection) as queries:
         alpha.save(update_fields=["status"])
     assert not [q for q in queries.captured_queries if "sessions_app_sessionname" in q["sql"]]
     alpha.delete()
-    assert lib.find_sessions("gamma") == [] and lib.find_sessions("beta") == [beta]
+    assert directory.find_sessions("gamma") == [] and directory.find_sessions("beta") == [beta]
 
 
 def test_the_migration_names_the_rows_there_were(two_sessions):
     alpha, beta = two_sessions
     SessionName.objects.all().delete()
-    assert lib.find_sessions("al") == []
+    assert directory.find_sessions("al") == []
     migration = importlib.import_module("sessions_app.migrations.0007_session_names")
     migration._names_of_existing_rows(django_apps, None)
-    assert lib.find_sessions("al") == [alpha] and lib.find_sessions("alpha 100%_done") == [alpha]
-    assert lib.find_sessions("beta") == [beta]
+    assert directory.find_sessions("al") == [alpha] and directory.find_sessions("alpha 100%_done") == [alpha]
+    assert directory.find_sessions("beta") == [beta]
 
 
 def test_only_a_name_that_is_a_socket_asks_for_the_socket(two_sessions):
     alpha, _ = two_sessions
     HookLink.objects.filter(hook_session="hook-alpha").update(native_socket="/tmp/cc-socks/7.sock")
-    assert lib.find_sessions("uds:/tmp/cc-socks/7.sock") == [alpha]
-    assert lib.find_sessions("/tmp/cc-socks/7.sock") == [alpha]
-    assert lib.find_sessions("/tmp/cc-socks/8.sock") == []
+    assert directory.find_sessions("uds:/tmp/cc-socks/7.sock") == [alpha]
+    assert directory.find_sessions("/tmp/cc-socks/7.sock") == [alpha]
+    assert directory.find_sessions("/tmp/cc-socks/8.sock") == []
     with CaptureQueriesContext(connection) as queries:
-        assert lib.find_sessions("Alpha 100%_done") == [alpha]
+        assert directory.find_sessions("Alpha 100%_done") == [alpha]
     assert not [q["sql"] for q in queries.captured_queries if "native_socket" in q["sql"].split("WHERE", 1)[-1]]
 
 
 def test_find_sessions_loads_each_rows_links_newest_first_without_another_query(two_sessions):
     alpha, _ = two_sessions
     HookLink.objects.create(hook_session="hook-alpha-2", session=alpha, exact=False, state=HookLink.State.ENDED)
-    (row,) = lib.find_sessions("Alpha 100%_done")
+    (row,) = directory.find_sessions("Alpha 100%_done")
     with CaptureQueriesContext(connection) as queries:
         assert [link.hook_session for link in row.newest_links()] == ["hook-alpha-2", "hook-alpha"]
-        assert lib.current_link(row).hook_session == "hook-alpha"
+        assert directory.current_link(row).hook_session == "hook-alpha"
         assert all(link.session is row for link in row.newest_links())
     assert len(queries) == 0
     # A filter on the loaded links still asks the database, for this row only.
@@ -232,12 +232,12 @@ def test_find_sessions_loads_each_rows_links_newest_first_without_another_query(
 def test_a_list_of_rows_loads_each_rows_links_once_newest_first(two_sessions):
     alpha, beta = two_sessions
     HookLink.objects.create(hook_session="hook-alpha-2", session=alpha, exact=False, state=HookLink.State.ENDED)
-    rows = {row.pk: row for row in lib.sessions_with_links()}
+    rows = {row.pk: row for row in directory.sessions_with_links()}
     message = SessionMessage.objects.create(sender_name="x", recipient=beta, recipient_name="Beta", body="hi")
     (loaded,) = reads.messages_by_ids([message.pk])
     with CaptureQueriesContext(connection) as queries:
         assert [link.hook_session for link in rows[alpha.pk].newest_links()] == ["hook-alpha-2", "hook-alpha"]
-        assert lib.current_link(rows[alpha.pk]).hook_session == "hook-alpha"
+        assert directory.current_link(rows[alpha.pk]).hook_session == "hook-alpha"
         assert all(link.session is rows[alpha.pk] for link in rows[alpha.pk].newest_links())
         assert [link.hook_session for link in loaded.recipient.newest_links()] == ["hook-beta"]
     assert len(queries) == 0
@@ -252,11 +252,11 @@ def test_a_list_of_rows_loads_each_rows_links_once_newest_first(two_sessions):
     listed.refresh_from_db()
     assert [link.hook_session for link in listed.newest_links()] == ["hook-beta-2", "hook-beta"]
     # And the links listed_sessions gave it for current_link.
-    (listed,) = [row for row in lib.listed_sessions() if row.pk == beta.pk]
+    (listed,) = [row for row in directory.listed_sessions() if row.pk == beta.pk]
     HookLink.objects.create(hook_session="hook-beta-3", session=beta, exact=True, state=HookLink.State.BUSY)
-    assert lib.current_link(listed).hook_session == "hook-beta-2"
+    assert directory.current_link(listed).hook_session == "hook-beta-2"
     listed.refresh_from_db()
-    assert lib.current_link(listed).hook_session == "hook-beta-3"
+    assert directory.current_link(listed).hook_session == "hook-beta-3"
 
 
 def test_datetime_marks_and_flat_values(two_sessions):
@@ -368,12 +368,12 @@ def test_insert_refuses_a_model_that_saves_in_its_own_way():
     ],
 )
 def test_no_mcp_tool_has_the_orm_build_a_read_once_its_statements_are_compiled(two_sessions, monkeypatch, operation, fields):
-    """Every read an MCP tool's step makes (relaybay/mcp/http.py `_operate`, the http tools'
+    """Every read an MCP tool's step makes (mcp_server/http.py `_operate`, the http tools'
     own path) is a compiled statement: a query built by the ORM costs 3-10x its compiled twin
     (docs/mcp.md), as the ack's unread mail did until stop 27."""
     from django.db.models.sql.compiler import SQLCompiler
 
-    from relaybay.mcp.http import _operate
+    from mcp_server.http import _operate
 
     for n in range(2):
         member = Session.objects.create(title=f"group-{n}", folder="/work/g")
@@ -411,7 +411,7 @@ def test_a_verified_send_that_names_its_sender_reads_its_link_once_without_its_r
 @pytest.mark.parametrize("folder", [False, True])
 @pytest.mark.parametrize("live_only", [False, True])
 def test_sessions_list_reads_each_shape_with_two_statements_as_the_orm_would(two_sessions, api, task, folder, live_only):
-    """sessions_list's compiled statements (lib.listed_sessions), in every shape its filters
+    """sessions_list's compiled statements (directory.listed_sessions), in every shape its filters
     make: the ORM's rows in the ORM's order, each row's links newest first and its task."""
     alpha, beta = two_sessions
     ledger = Task.objects.create(title="ledger")
@@ -435,13 +435,13 @@ def test_sessions_list_reads_each_shape_with_two_statements_as_the_orm_would(two
     listed = response.json()["sessions"]
     assert [s["handle"] for s in listed] == [row.handle for row in expected]
     for summary, row in zip(listed, expected):
-        assert (summary["link"], summary["state"]) == lib.link_state(row)  # the row's links, read fresh
+        assert (summary["link"], summary["state"]) == directory.link_state(row)  # the row's links, read fresh
         assert summary["task"] == (row.task.title if row.task_id else None)
     # The rows, their links, the task once when rows have one (and the token's own reads).
     with CaptureQueriesContext(connection) as fewer:
         api.get("/sessions_list", **{**params, "folder": "/nowhere"})
     assert len(queries) - len(fewer) <= 1
-    rows = lib.listed_sessions(task=ledger if task else None, folder="/work/a" if folder else "", live_only=live_only)
+    rows = directory.listed_sessions(task=ledger if task else None, folder="/work/a" if folder else "", live_only=live_only)
     for row in rows:
         # Loaded: only what current_link chooses from, newest first, each knowing its row.
         every = list(row.links.order_by("-id"))
@@ -468,7 +468,7 @@ def test_only_leaves_the_other_fields_deferred_as_the_orm_does(two_sessions):
 
 def test_sessions_list_reads_only_the_columns_it_shows_and_answers_as_every_column_would(two_sessions, api, settings):
     """sessions_list's rows and links are read with only what session_summary and
-    why_not_deliverable use (lib.SHOWN, lib.SHOWN_OF_LINKS): the answer is the one the rows'
+    why_not_deliverable use (directory.SHOWN, directory.SHOWN_OF_LINKS): the answer is the one the rows'
     every column gives, for a row in each state a listing tells apart, and no field left
     out is read row by row."""
     alpha, beta = two_sessions  # alpha: exact and idle; beta: guessed and ended
@@ -489,11 +489,11 @@ def test_sessions_list_reads_only_the_columns_it_shows_and_answers_as_every_colu
     with CaptureQueriesContext(connection) as queries:
         listed = api.get("/sessions_list").json()["sessions"]
     every_column = []
-    for row in lib.listed_sessions():
-        summary, why = lib.session_summary(row), lib.why_not_deliverable(row)
+    for row in directory.listed_sessions():
+        summary, why = directory.session_summary(row), directory.why_not_deliverable(row)
         every_column.append({**summary, "reachable_now": not why, "why_not": why})
     assert listed == every_column and len(listed) == 7
-    assert {s["why_not"] for s in listed} >= {"", lib.NOT_DELIVERABLE[lib.Arrival.NO_LINK], lib.NOT_DELIVERABLE[lib.Arrival.ENDED], lib.NOT_DELIVERABLE[lib.Arrival.GUESSED]}
+    assert {s["why_not"] for s in listed} >= {"", directory.NOT_DELIVERABLE[directory.Arrival.NO_LINK], directory.NOT_DELIVERABLE[directory.Arrival.ENDED], directory.NOT_DELIVERABLE[directory.Arrival.GUESSED]}
     # Nothing read row by row (a field left out and then asked for would be): seven rows take
     # the statements one row takes, and the task's.
     with CaptureQueriesContext(connection) as one_row:
@@ -515,10 +515,10 @@ def test_a_listed_row_loads_two_links_at_most_however_many_it_had(two_sessions, 
     for n in range(30):
         HookLink.objects.create(hook_session=f"hook-alpha-{n}", session=alpha, state=HookLink.State.ENDED, exact=n % 2 == 0)
         HookLink.objects.create(hook_session=f"hook-beta-{n}", session=beta, state=HookLink.State.ENDED)
-    rows = {row.pk: row for row in lib.listed_sessions()}
+    rows = {row.pk: row for row in directory.listed_sessions()}
     # alpha: its live exact link (the first it had) and its newest; beta: its newest alone.
     assert [link.hook_session for link in rows[alpha.pk].speaking_links] == ["hook-alpha-29", "hook-alpha"]
     assert [link.hook_session for link in rows[beta.pk].speaking_links] == ["hook-beta-29"]
     fresh = {row.pk: row for row in Session.objects.all()}
     listed = {s["handle"]: (s["link"], s["state"]) for s in api.get("/sessions_list").json()["sessions"]}
-    assert listed == {row.handle: lib.link_state(row) for row in fresh.values()} == {alpha.handle: ("exact", "idle"), beta.handle: ("guessed", "ended")}
+    assert listed == {row.handle: directory.link_state(row) for row in fresh.values()} == {alpha.handle: ("exact", "idle"), beta.handle: ("guessed", "ended")}

@@ -29,7 +29,7 @@ def test_registering_again_updates_the_same_row(api):
 
 
 def test_the_names_it_goes_by_find_it(api):
-    from sessions_app.lib import find_sessions
+    from sessions_app.directory import find_sessions
 
     api.post("/desktop", {"desktop_id": "d-1", "title": "Planner", "aliases": ["Plan B"]})
     row = Session.objects.get()

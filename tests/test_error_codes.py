@@ -1,10 +1,10 @@
-"""Every error answer carries a stable code (relaybay/errors.py) beside its sentence: programs
+"""Every error answer carries a stable code (core/errors.py) beside its sentence: programs
 and tests rely on the code and a key phrase, people and models read the sentence. One table
 maps each code to its HTTP status; the MCP tool error and the board show the same sentence."""
 
 import pytest
 
-from relaybay.errors import HTTP_STATUS, ErrorCode, RelaybayError, tool_error_text
+from core.errors import HTTP_STATUS, ErrorCode, RelaybayError, tool_error_text
 from sessions_app.models import Session
 
 from .message_personas import rb  # noqa: F401

@@ -17,7 +17,7 @@ from django.apps import apps
 from django.db import connection
 from hypothesis import HealthCheck, Phase, settings
 
-from relaybay.errors import ErrorCode
+from core.errors import ErrorCode
 from sessions_app.models import Event, Session
 from tests.board_fixtures import board, owner  # noqa: F401
 from tests.conftest import TOKEN

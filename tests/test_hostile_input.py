@@ -1,5 +1,5 @@
 """Hostile input gets a clear JSON 4xx that writes nothing, or is stored as valid text that every
-page can show: the same answers on SQLite and PostgreSQL (relaybay/inputs.py)."""
+page can show: the same answers on SQLite and PostgreSQL (core/inputs.py)."""
 
 import json
 
@@ -7,7 +7,7 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 
 from messaging.models import SessionMessage
-from relaybay.errors import ErrorCode
+from core.errors import ErrorCode
 from sessions_app.models import Comment, Event, HookLink, Session, Task
 from tests.board_fixtures import board, named_session, owner  # noqa: F401
 from tests.conftest import TOKEN

@@ -1,9 +1,9 @@
-"""relaybay/inputs.py's rules, called directly: where each boundary lies."""
+"""core/inputs.py's rules, called directly: where each boundary lies."""
 
 import pytest
 
-from relaybay.errors import InvalidInput, PayloadTooLarge
-from relaybay.inputs import MAX_DEPTH, MAX_SAFE_INTEGER, MAX_VALUES, check_identifier, clean_json, load_json, parse_id
+from core.errors import InvalidInput, PayloadTooLarge
+from core.inputs import MAX_DEPTH, MAX_SAFE_INTEGER, MAX_VALUES, check_identifier, clean_json, load_json, parse_id
 
 
 @pytest.mark.parametrize("ref, expected", [("12", 12), (" 12 ", 12), (7, 7), ("0", None), ("³", None), ("¹", None), ("١٢", None),

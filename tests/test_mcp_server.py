@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver.exceptions import ToolError
 
-from relaybay.mcp.server import RelaybayAPI
+from mcp_server.stdio import RelaybayAPI
 from relaybay_hook.proof import PROCESS_HEADER, process_proof
 from tests.live_server import MANAGE, REPO_ROOT, free_port, live_relaybay  # noqa: F401  (fixture)
 
@@ -243,5 +243,5 @@ def test_a_server_error_without_json_says_where_to_look():
 
 
 def test_the_server_module_does_not_import_django():
-    code = "import sys, relaybay.mcp.server; sys.exit('django' in sys.modules)"
+    code = "import sys, mcp_server.stdio; sys.exit('django' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT).returncode == 0

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from messaging.lib import normalise_body
+from messaging.formatting import normalise_body
 from messaging.models import SessionMessage
 from sessions_app.models import Comment, HookLink
 

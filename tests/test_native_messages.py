@@ -6,7 +6,7 @@ import pytest
 
 from messaging import reads
 from messaging.models import SessionMessage
-from sessions_app.lib import find_sessions
+from sessions_app.directory import find_sessions
 from sessions_app.models import Event, HookLink, Session
 
 from .native_payloads import APPROVAL, MSG_ID, SECRET, SOCKET_A, assert_no_native_text, native, notice, send_post, wrapped  # noqa: F401

@@ -3,7 +3,7 @@ search index or anywhere else in the database; only kinds, ids and names are kep
 
 import pytest
 
-from sessions_app.hooks.native import NOT_STORED
+from sessions_app.hooks.claude_native import NOT_STORED
 from sessions_app.models import Event
 from board.search import search
 

@@ -1,7 +1,7 @@
 """How relaybay.asgi serves the JSON API (the production path under daphne), run in process
 through the ASGI application itself: /api/ without the board's middleware chain
 (relaybay.asgi.APIHandler), each request's sync code on a long-lived database thread
-(relaybay/dbthreads.py), pings after commit made on the server's event loop before the answer."""
+(core/dbthreads.py), pings after commit made on the server's event loop before the answer."""
 
 import asyncio
 import json
@@ -13,8 +13,9 @@ from channels.testing import HttpCommunicator
 from django import db
 from django.db import transaction
 
-from relaybay import asgi, events
-from relaybay.errors import Refused
+from core import pings
+from relaybay import asgi
+from core.errors import Refused
 from sessions_app.hooks import ingest
 
 from .conftest import TOKEN
@@ -114,14 +115,14 @@ async def test_a_database_error_costs_the_thread_its_connection_not_its_next_req
 
 
 async def test_mcp_operations_run_on_the_database_threads_and_ping_after_commit(board_group, monkeypatch):
-    from messaging import lib as messaging_lib
+    from messaging import formatting
 
     for hook, name in (("h-tx", "db-tx"), ("h-rx", "db-rx")):
         status, _, _ = await serve("POST", "/api/hooks", hook_payload("SessionStart", hook, source="startup", relaybay_session=name))
         assert status == 200
     seen = []
-    listing = messaging_lib.list_messages
-    monkeypatch.setattr(messaging_lib, "list_messages", lambda *a, **k: seen.append(threading.current_thread().name) or listing(*a, **k))
+    listing = formatting.list_messages
+    monkeypatch.setattr(formatting, "list_messages", lambda *a, **k: seen.append(threading.current_thread().name) or listing(*a, **k))
     async with board_group as board:
         status, _, sent = await serve("POST", "/api/message_send", {"to": "db-rx", "body": "through a database thread", "hook_session": "h-tx"})
         assert status == 200, sent
@@ -149,7 +150,7 @@ async def test_the_api_answers_without_the_boards_middleware_and_still_needs_the
 def layer_sends(monkeypatch):
     """Each channel-layer send, in order: whether it ran on the event loop's own thread. A
     database thread must not hand a send to the loop and wait for it (asgiref's async_to_sync
-    in relaybay.events): such a send is recorded as refused and never made."""
+    in core.pings): such a send is recorded as refused and never made."""
     order = []
     layer = get_channel_layer()
     real = layer.group_send
@@ -163,7 +164,7 @@ def layer_sends(monkeypatch):
         raise RuntimeError("a database thread waited on the event loop for a channel-layer send")
 
     monkeypatch.setattr(layer, "group_send", group_send)
-    monkeypatch.setattr(events, "async_to_sync", waited_on_the_loop)
+    monkeypatch.setattr(pings, "async_to_sync", waited_on_the_loop)
     return order
 
 
@@ -199,9 +200,9 @@ async def test_a_steps_pings_are_made_on_the_event_loop_once_it_returns_even_whe
 
     def step():
         with transaction.atomic():
-            events.ping("inbox")
+            pings.ping("inbox")
         with transaction.atomic():
-            events.ping("never: rolled back")
+            pings.ping("never: rolled back")
             transaction.set_rollback(True)
         layer_sends.append("step committed")
         raise Refused("refused after the commit")

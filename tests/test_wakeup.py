@@ -121,7 +121,7 @@ async def test_a_comment_written_before_the_waiter_joined_is_delivered_at_once(i
 
 async def test_a_wake_relayed_from_another_process_wakes_the_waiter(idle_alice):
     """Management commands reach the server's in-memory channel layer through /api/relay."""
-    from relaybay.events import wait_group
+    from core.pings import wait_group
 
     waiter = asyncio.create_task(wait("h-a"))
     await until_waiting()

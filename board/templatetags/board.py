@@ -14,13 +14,13 @@ from django.utils.safestring import mark_safe
 
 from messaging import reads
 
-from .. import lib
+from .. import pages
 
 register = template.Library()
 
 @register.filter
 def plain(value):
-    return mark_safe(f"<bdi>{lib.plain_html(value)}</bdi>")
+    return mark_safe(f"<bdi>{pages.plain_html(value)}</bdi>")
 
 
 @register.filter
@@ -54,12 +54,12 @@ def inbox_count():
 
 @register.filter
 def marks(event):
-    return lib.event_marks(event)
+    return pages.event_marks(event)
 
 
 @register.filter
 def details(event):
-    return lib.event_details(event)
+    return pages.event_details(event)
 
 
 @register.simple_tag(takes_context=True)

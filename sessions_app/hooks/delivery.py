@@ -19,11 +19,11 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from relaybay.compiled import Statement
-from relaybay.events import ping
+from core.compiled import Statement
+from core.pings import ping
 
-from .. import lib as session_lib
-from ..events import record_event
+from .. import directory
+from ..feed import record_event
 from ..models import Comment, HookLink
 
 BUDGET = 8000
@@ -139,7 +139,7 @@ def answer_size(kind, item, block):
 @functools.cache
 def _pending_sql(registered, vendor):
     """One statement asking each kind whether anything waits, compiled from the kinds' own
-    `waiting` querysets (relaybay/compiled.py): the same definition as the ORM's, with the
+    `waiting` querysets (core/compiled.py): the same definition as the ORM's, with the
     session id its only parameter. Returns the SQL and how many times it takes the id."""
     parts = [f"EXISTS({Statement(lambda session_id: kind.waiting(session_id).order_by().values('pk')[:1], (int,)).sql})" for kind in registered]
     sql = "SELECT " + ", ".join(parts)
@@ -214,7 +214,7 @@ def claim_for_waiter(hook_session, waiter):
         if not link.exact or link.state != HookLink.State.IDLE:
             return None
         # Past the wake-up cap only what the owner wrote wakes it; the rest waits for a prompt.
-        capped = session_lib.wake_cap_reached(link)
+        capped = directory.wake_cap_reached(link)
         delivery = claim_pending(link, "wake-up", [kind for kind in kinds() if kind.from_owner] if capped else None)
         if not delivery:
             return None

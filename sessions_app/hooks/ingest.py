@@ -8,15 +8,15 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from relaybay.errors import Ambiguous, InvalidInput, Refused
-from relaybay.events import ping, wake_waiters
-from relaybay.inputs import check_identifier, clean_json, clean_text
+from core.errors import Ambiguous, InvalidInput, Refused
+from core.pings import ping, wake_waiters
+from core.inputs import check_identifier, clean_json, clean_text
 
-from .. import lib
+from .. import directory
 from ..actions import link_hook_session, named_row
-from ..events import record_event
+from ..feed import record_event
 from ..models import Event, HookLink, Session, fold_name
-from . import delivery, native
+from . import claude_native, delivery
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
 NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session", "relaybay_native"}
@@ -27,7 +27,7 @@ SEEN_RESOLUTION = timedelta(seconds=5)
 
 # The payload's fields that key a link or an event: refused when they could not be one (a
 # number, a NUL, a lone surrogate, longer than the column), never altered. Every other field
-# is text that is only kept and shown: made valid text (relaybay/inputs.py).
+# is text that is only kept and shown: made valid text (core/inputs.py).
 IDENTIFIERS = {
     "session_id": HookLink._meta.get_field("hook_session").max_length,
     "hook_event_name": Event._meta.get_field("name").max_length - len("hook."),
@@ -82,7 +82,7 @@ def stored_fields(payload):
     turn a field into a string holding the text) and with long fields clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
     fields = [(k, v) for k, v in payload.items() if k not in NOT_STORED]
-    data = native.without_message_text(dict(fields[:STORED_FIELDS_MAX]))
+    data = claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX]))
     data = {k: _clip(v, limit) for k, v in data.items()}
     if len(fields) > STORED_FIELDS_MAX:
         data["relaybay_not_stored"] = f"{len(fields) - STORED_FIELDS_MAX} more fields"
@@ -139,7 +139,7 @@ def _native_names(link, payload):
     name, socket = claude.get("name"), reported.get("socket")
     if isinstance(name, str) and name.strip() and name.strip() != link.native_name:
         try:
-            name = lib.check_name(name, what="native name")
+            name = directory.check_name(name, what="native name")
         except InvalidInput:
             name = None
         if name is not None:
@@ -151,8 +151,8 @@ def _native_names(link, payload):
                 data={"name": name, "was": link.native_name},
             )
             ping("sessions")
-    if isinstance(socket, str) and 0 < len(socket) <= 500 and native.socket_path(socket) != link.native_socket:
-        updates["native_socket"] = native.socket_path(socket)
+    if isinstance(socket, str) and 0 < len(socket) <= 500 and claude_native.socket_path(socket) != link.native_socket:
+        updates["native_socket"] = claude_native.socket_path(socket)
     for field, value in updates.items():
         setattr(link, field, value)
     return updates
@@ -214,7 +214,7 @@ def _name_from_terminal(hook_session, link, name, payload, now):
     could not be used, and the note says why, for the SessionStart answer."""
     try:
         with transaction.atomic():
-            name = lib.check_name(name, what="RELAYBAY_SESSION name")
+            name = directory.check_name(name, what="RELAYBAY_SESSION name")
             row, _ = named_row(name, hook_session, kind=Session.Kind.HOOK)
             if link is None:
                 # Made guessed, so that link_hook_session applies the one rule for making a
@@ -228,17 +228,17 @@ def _name_from_terminal(hook_session, link, name, payload, now):
 
 def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
     """Record one hook event and return the answer JSON for Claude Code. `process` is the
-    proof of the Claude Code process that ran the hook (lib.process_proof), when it sent one."""
+    proof of the Claude Code process that ran the hook (directory.process_proof), when it sent one."""
     payload = check_payload(payload)
     event_name = payload["hook_event_name"]
     hook_session = payload["session_id"]
     now = timezone.now()
     with transaction.atomic():
-        link = lib.link_of(hook_session)
+        link = directory.link_of(hook_session)
         if link is None:
             # The first events of a hook id may arrive at two processes at once: one links it.
-            lib.serialize_on("hook", hook_session)
-            link = lib.link_of(hook_session)
+            directory.serialize_on("hook", hook_session)
+            link = directory.link_of(hook_session)
         note = ""
         if event_name == "SessionStart" and payload.get("relaybay_session"):
             # Named before the event revives the link: a resumed id whose exact link has
@@ -256,14 +256,14 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
             replay=replay,
             happened_at=spooled_at,
         )
-        traffic = native.read_native(payload)
+        traffic = claude_native.read_native(payload)
         if traffic:
-            native.report(link, traffic, now)
+            claude_native.report(link, traffic, now)
         if replay:
             # Nobody waits for a replayed event's answer: nothing is delivered through it.
             return {}
         if event_name == "SessionStart":
-            text = lib.identity_text(link) + (f"\n{note}" if note else "")
+            text = directory.identity_text(link) + (f"\n{note}" if note else "")
             return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
         if not link.carries_deliveries:
             return {}

@@ -1,4 +1,4 @@
-"""Message text that was stored with hook events (docs/rules.md §4.7, sessions_app/hooks/native.py):
+"""Message text that was stored with hook events (docs/rules.md §4.7, sessions_app/hooks/claude_native.py):
 a broadcast's, with every hook event of its tool call (`message_broadcast` was missing from the
 message tools whose inputs and results are never stored), and any message tool's in a failure's
 `error`, which the MCP SDK's validation error quotes. Those events lose it here, and their board

@@ -1,14 +1,14 @@
 """A real relaybay with an owner account, for the browser tests.
 
-The server is relaybay/devserver.py's, on the test run's configuration (tests/live_server.py);
+The server is tests/devserver.py's, on the test run's configuration (tests/live_server.py);
 this adds the owner, and the Chromium settings of these machines.
 """
 
 import subprocess
 import sys
 
-from relaybay import devserver
-from relaybay.devserver import CHROMIUM, CHROMIUM_ARGS  # noqa: F401
+from tests import devserver
+from tests.devserver import CHROMIUM, CHROMIUM_ARGS  # noqa: F401
 from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, server_env, start_relaybay, stop_relaybay
 
 OWNER = ("owner", "owner-password-1")

@@ -123,7 +123,7 @@ def test_the_five_tools_work_over_http_and_a_send_is_verified_by_the_process_pro
     [(hook_session, proof)] = links_of(live_relaybay, alpha)
     assert hook_session == result["session_id"] and len(proof) == 64
     assert seen["processes"], "the CLI was running"
-    assert not [cmd for cmd in seen["processes"] if "relaybay.mcp" in cmd or "manage.py" in cmd], seen["processes"]
+    assert not [cmd for cmd in seen["processes"] if "mcp_server" in cmd or "manage.py" in cmd], seen["processes"]
 
 
 def test_without_the_messaging_token_the_answers_are_those_of_a_wrong_hook_session(setup, live_relaybay):

@@ -122,7 +122,7 @@ def test_messages_wake_an_idle_interactive_session_three_times_then_only_the_own
 
 def test_one_broadcast_wakes_each_idle_interactive_session_of_the_folder(live_relaybay, project, tmp_path, named):
     # A broadcast asks for the waiting wake-up hooks of all its recipients at once
-    # (sessions_app.events.wake_sessions): each idle session is woken with its own message.
+    # (sessions_app.feed.wake_sessions): each idle session is woken with its own message.
     names = [f"{named}-{k}" for k in (1, 2)]
     with contextlib.ExitStack() as stack:
         sessions = {}

@@ -115,7 +115,7 @@ def mcp_config(*, url, token, stdio=False, python=None):
     By default relaybay's own http server at /mcp: no process per session. Its headersHelper
     sends the proof of the claude process (a digest of its messaging token), which tells
     relaybay the session calling. With `stdio`, a server process per session, started with the
-    session's CLAUDE_CODE_SESSION_ID; it runs without Django (PYTHONPATH finds relaybay/mcp).
+    session's CLAUDE_CODE_SESSION_ID; it runs without Django (PYTHONPATH finds mcp_server).
     """
     if stdio:
         return {
@@ -123,7 +123,7 @@ def mcp_config(*, url, token, stdio=False, python=None):
                 "relaybay": {
                     "type": "stdio",
                     "command": sys.executable,
-                    "args": ["-m", "relaybay.mcp.server"],
+                    "args": ["-m", "mcp_server.stdio"],
                     "env": {"RELAYBAY_URL": url, "RELAYBAY_TOKEN": token, "PYTHONPATH": str(settings.BASE_DIR)},
                 }
             }

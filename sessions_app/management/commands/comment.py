@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from relaybay import events
-from relaybay.errors import RelaybayError
+from core import pings
+from core.errors import RelaybayError
 from sessions_app.actions import do_write_comment, resolve_one
 
 
@@ -18,8 +18,8 @@ class Command(BaseCommand):
         def send(group, message):
             # This process is not the server: its pings and wakes go through relay_to_server.
             try:
-                events.relay_to_server(group, message)
-            except events.RelayFailed as error:
+                pings.relay_to_server(group, message)
+            except pings.RelayFailed as error:
                 failures.append(str(error))
 
         try:

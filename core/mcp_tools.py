@@ -1,11 +1,9 @@
-"""relaybay's MCP server (docs/rules.md §4.1): the six message tools, as a client of the JSON API.
-
-Run it with `python manage.py mcp` or, without Django, `python -m relaybay.mcp.server`.
-"""
+"""relaybay's MCP tools by name, below every app: the hooks (sessions_app) must know which calls
+carry message text, and the MCP server (mcp_server) registers exactly these tools."""
 
 # Whether a call to each tool carries message text in its input, its result or its error (the
 # MCP SDK's validation error quotes the input). The hooks never store those fields of such a
-# call (docs/rules.md §4.7, sessions_app/hooks/native.py); build_server registers exactly these
+# call (docs/rules.md §4.7, sessions_app/hooks/claude_native.py); build_server registers exactly these
 # tools (tests/test_message_events.py), so a new tool cannot go without a decision here.
 CARRIES_MESSAGE_TEXT = {
     "message_send": True,

@@ -1,10 +1,10 @@
 """What a write leaves behind besides its rows: the feed row of what happened, and the wake-up
-of a session whose wake-up hook waits. The refresh pings themselves are relaybay.events'."""
+of a session whose wake-up hook waits. The refresh pings themselves are core.pings'."""
 
 import functools
 
-from relaybay.compiled import Compiled, insert, insert_all
-from relaybay.events import send_to_group, wake_waiters
+from core.compiled import Compiled, insert, insert_all
+from core.pings import send_to_group, wake_waiters
 
 from . import search_index
 from .models import Event, HookLink
@@ -41,7 +41,7 @@ def feed_row(name, *, session=None, session_id=None, hook_session="", data=None,
 
 def wake_session(session, send=send_to_group):
     """Something arrived for `session`: wake its wake-up hooks that wait (an idle exact link
-    with a current waiter), once the write commits. `send`: relaybay.events'. Asked after the
+    with a current waiter), once the write commits. `send`: core.pings'. Asked after the
     write, not from links loaded earlier: a waiter that registered in between is woken too."""
     wake_sessions([session], send=send)
 

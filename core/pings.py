@@ -3,9 +3,9 @@
 `ping` tells open boards what changed, and `wake_waiters` tells a session's waiting wake-up
 hook that something arrived; both go through the channel layer after the transaction commits,
 so nobody refetches a row that is not there yet. (The feed rows are sessions_app's:
-sessions_app/events.py.)
+sessions_app/feed.py.)
 
-In the server, the database work runs on relaybay's database threads (relaybay/dbthreads.py)
+In the server, the database work runs on relaybay's database threads (core/dbthreads.py)
 and the channel layer lives on the event loop. A send made on a database thread is held
 (`holding_sends`) and made by the coroutine that awaited that thread, on the loop, as soon as
 the thread's step returns and before the answer goes out (`send_held`): the thread does not

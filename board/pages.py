@@ -14,9 +14,9 @@ from django.template.response import TemplateResponse
 from django.utils.html import escape
 
 from messaging.reads import unread_counts
-from relaybay.errors import RelaybayError
-from relaybay.inputs import parse_id
-from sessions_app import lib
+from core.errors import RelaybayError
+from core.inputs import parse_id
+from sessions_app import directory
 from sessions_app.models import Event, HookLink, Task
 
 PAGE_SIZE = 50
@@ -100,9 +100,9 @@ def decorate_sessions(sessions):
     unread = unread_counts([s.pk for s in sessions])
     for session in sessions:
         session.board_name = session.name
-        session.exactness, session.state = lib.link_state(session)
-        session.why_not = lib.why_not_deliverable(session)
-        session.messages_wait = lib.WAKE_CAP_WAIT if lib.arrival(session) == lib.Arrival.CAPPED else ""
+        session.exactness, session.state = directory.link_state(session)
+        session.why_not = directory.why_not_deliverable(session)
+        session.messages_wait = directory.WAKE_CAP_WAIT if directory.arrival(session) == directory.Arrival.CAPPED else ""
         session.unread = unread.get(session.pk, 0)
     return sessions
 
@@ -246,7 +246,7 @@ class Activity:
 
 
 def activity(session):
-    link = lib.current_link(session)
+    link = directory.current_link(session)
     if link is None:
         return Activity("")
     hook_events = Event.objects.filter(session=session, hook_session=link.hook_session, name__startswith="hook.").order_by("-id")

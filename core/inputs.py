@@ -198,6 +198,6 @@ def _identifier_type(max_length):
 
 # Schema field types for what a route's caller names things with: the check above, run by
 # django-ninja's validation of bodies and query strings alike (a refusal answers 400). A
-# name's length is the actions' to judge (sessions_app.lib.check_name says what to do).
+# name's length is the actions' to judge (sessions_app.directory.check_name says what to do).
 Name = _identifier_type(math.inf)
 Path = _identifier_type(1000)

@@ -17,6 +17,6 @@ class Command(BaseCommand):
         parser.add_argument("--url", help=f"relaybay's address (default {settings.RELAYBAY_URL})")
 
     def handle(self, *args, url=None, **options):
-        from relaybay.mcp.server import serve
+        from mcp_server.stdio import serve
 
         serve(url=url or settings.RELAYBAY_URL, token=settings.RELAYBAY_TOKEN)

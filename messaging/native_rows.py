@@ -1,6 +1,6 @@
 """Claude Code's native messages as message rows of channel `native` (docs/rules.md §4.9).
 
-Hook ingestion reads what a payload says of native messaging (sessions_app.hooks.native) and
+Hook ingestion reads what a payload says of native messaging (sessions_app.hooks.claude_native) and
 hands it here through the recorder registered in MessagingConfig.ready. One row per native
 send, with a mark following the hooks: sent or unreachable (the sender's SendMessage result),
 held (the sender's notice, or the recipient's approval prompt), delivered (the recipient's
@@ -13,10 +13,10 @@ from datetime import timedelta
 
 from django.db.models import Q
 
-from relaybay.events import ping
-from sessions_app import lib as session_lib
-from sessions_app.events import record_event
-from sessions_app.hooks import native
+from core.pings import ping
+from sessions_app import directory
+from sessions_app.feed import record_event
+from sessions_app.hooks import claude_native
 
 from .models import SessionMessage
 
@@ -31,7 +31,7 @@ NOTICE_STATES = {State.HELD, State.DENIED, State.EXPIRED, State.REFUSED, State.D
 
 def _one(name):
     """The one row going by `name`, or None when none or several do."""
-    rows = session_lib.find_sessions(name) if name else []
+    rows = directory.find_sessions(name) if name else []
     return rows[0] if len(rows) == 1 else None
 
 
@@ -62,7 +62,7 @@ def _create(**fields):
 
 def _sent(link, send, now):
     """The sender's SendMessage ran: its row, made here or by a delivery that came first."""
-    session_lib.serialize_on("native", send.digest)
+    directory.serialize_on("native", send.digest)
     state = State.SENT if send.success else State.UNREACHABLE
     earlier = (
         SessionMessage.objects.filter(
@@ -103,7 +103,7 @@ def _claimed_sender(sender, arrival):
 def _arrived(link, arrival, now):
     """The recipient's prompt carried a message: its send's row marked delivered, or a row
     made for it when the send has not been seen (yet)."""
-    session_lib.serialize_on("native", arrival.digest)
+    directory.serialize_on("native", arrival.digest)
     sender = _one("uds:" + arrival.socket) if arrival.socket else None
     waiting = SessionMessage.objects.filter(
         channel=Channel.NATIVE,
@@ -172,12 +172,12 @@ def do_record_native_traffic(*, link, traffic, now):
     """Record what one hook payload reported of native messaging. Called by hook ingestion
     inside its transaction, so the rows commit with the hook's event."""
     for item in traffic:
-        if isinstance(item, native.Send):
+        if isinstance(item, claude_native.Send):
             _sent(link, item, now)
-        elif isinstance(item, native.Arrival):
+        elif isinstance(item, claude_native.Arrival):
             _arrived(link, item, now)
-        elif isinstance(item, native.Notice):
+        elif isinstance(item, claude_native.Notice):
             _noticed(link, item)
-        elif isinstance(item, native.Approval):
+        elif isinstance(item, claude_native.Approval):
             _approval_asked(link, now)
     ping("messages", "map", "events", "inbox", "sessions")

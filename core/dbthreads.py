@@ -14,7 +14,7 @@ back to the pool at each request's end (Django's own `close_old_connections`).
 Async code that is not a Django view (the MCP tools at /mcp, the wake-up long poll) runs its
 database steps here with `threads.run`. Either way the channel-layer sends a step makes after
 its commits (board pings, wake-ups) are held and made on the event loop once the step is back,
-before the answer goes out (relaybay/events.py): measured in docs/mcp.md, the thread handing
+before the answer goes out (core/pings.py): measured in docs/mcp.md, the thread handing
 each send to the loop and waiting for it cost a send over /mcp about a third of a millisecond.
 
 RELAYBAY_DB_THREADS threads per daphne process (default: 1 on SQLite, which has one writer
@@ -32,7 +32,7 @@ from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
 from django.db import close_old_connections
 
-from relaybay.events import holding_sends, send_held
+from core.pings import holding_sends, send_held
 
 
 class DatabaseThreads:

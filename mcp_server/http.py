@@ -1,14 +1,14 @@
 """relaybay's MCP server over streamable HTTP, served by relaybay itself at /mcp.
 
-The six tools of relaybay/mcp/tools.py, in the same server processes as the JSON API and
+The six tools of mcp_server/tools.py, in the same server processes as the JSON API and
 behind the same bearer token, with no process per Claude Code session. A tool runs the JSON
-route's own body on relaybay's database threads (relaybay/dbthreads.py): the same schema, the
+route's own body on relaybay's database threads (core/dbthreads.py): the same schema, the
 same action, the same answer and the same error sentence as `POST /api/message_send`, with no
 HTTP hop.
 
 Who calls: an http MCP server is not told which Claude Code session calls it. Claude Code runs
 the entry's `headersHelper` once per connection with CLAUDE_CODE_MESSAGING_TOKEN, a secret of
-the claude process that its hooks see too; the helper (relaybay/mcp/headers_helper.py) sends
+the claude process that its hooks see too; the helper (mcp_server/headers_helper.py) sends
 its digest as X-Relaybay-Process and the hook client reports the same digest with each hook.
 The call's hook_session, when it gives none, is then the hook session that process's hooks
 last reported: it follows the process across /clear and /resume. The sender rules are those of
@@ -30,12 +30,12 @@ from pydantic import ValidationError
 
 from messaging import api as routes
 from messaging.schemas import AckIn, BroadcastIn, LinkIn, MessagesListQuery, SendIn, SessionsListQuery
-from relaybay.api import database_unavailable_detail, invalid_detail
-from relaybay.auth import TOKEN_REFUSED, token_matches
-from relaybay.dbthreads import threads as db_threads
-from relaybay.errors import ErrorCode, RelaybayError, error_body, tool_error_text
-from relaybay.mcp.tools import PROVEN, build_server
-from sessions_app import lib as session_lib
+from core.api import database_unavailable_detail, invalid_detail
+from core.auth import TOKEN_REFUSED, token_matches
+from core.dbthreads import threads as db_threads
+from core.errors import ErrorCode, RelaybayError, error_body, tool_error_text
+from mcp_server.tools import PROVEN, build_server
+from sessions_app import directory
 
 # Each operation: the JSON route (a plain sync view) and the schema the route reads its input with.
 OPERATIONS = {
@@ -57,7 +57,7 @@ def _operate(operation, fields, proof):
     """One tool call's database step: fill in the proven hook session, then the route's body."""
     route, schema = OPERATIONS[operation]
     if operation in PROVEN and not (fields.get("hook_session") or "").strip():
-        hook_session = session_lib.hook_session_of_process(proof)
+        hook_session = directory.hook_session_of_process(proof)
         if hook_session:
             fields["hook_session"] = hook_session
         elif PROVEN[operation]:
@@ -73,7 +73,7 @@ class DirectBackend:
     """The tools' operations inside relaybay: the routes' bodies on the database threads."""
 
     async def call(self, operation, fields, ctx):
-        proof = session_lib.process_proof((ctx.headers or {}).get(session_lib.PROCESS_HEADER.lower()))
+        proof = directory.process_proof((ctx.headers or {}).get(directory.PROCESS_HEADER.lower()))
         try:
             return await db_threads.run(_operate, operation, fields, proof)
         except RelaybayError as error:

@@ -3,9 +3,9 @@
 `build_server(backend)` gives the official SDK's MCPServer with message_send,
 message_broadcast, messages_list, message_ack, session_link and sessions_list. Each tool only gathers its arguments; the backend
 carries out the operation and fills in the caller's proof:
-- the stdio server (relaybay/mcp/server.py) is a client of relaybay's JSON API and proves the
+- the stdio server (mcp_server/stdio.py) is a client of relaybay's JSON API and proves the
   caller with the CLAUDE_CODE_SESSION_ID it was started with;
-- the http server (relaybay/mcp/http.py) runs inside relaybay, calls the same routes' code
+- the http server (mcp_server/http.py) runs inside relaybay, calls the same routes' code
   directly and proves the caller with the process proof its headersHelper sends.
 A backend reports every failure as a ToolError carrying the sentence the API would answer.
 
@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from relaybay import guidance
+from core import guidance
 
 INSTRUCTIONS = """\
 relaybay carries messages between the owner's AI coding sessions; the owner sees every message \

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from relaybay.mcp import CARRIES_MESSAGE_TEXT
+from core.mcp_tools import CARRIES_MESSAGE_TEXT
 
 SEND_TOOL = "SendMessage"
 # relaybay's own MCP tools whose calls carry message text, as Claude Code names them
@@ -40,7 +40,7 @@ NOTICE_KINDS = ("held", "denied", "expired", "refused", "dropped")
 NOTICE_ITEM = re.compile(r"\[Cross-session delivery notice\](.*?)(?=\[Cross-session delivery notice\]|\Z)", re.S)
 MSG_ID = re.compile(r"msg_id:\s*([0-9A-Za-z-]{1,100})")
 APPROVAL = "needs your approval"
-# How relaybay frames one of its own messages in a hook answer (messaging.lib.message_block).
+# How relaybay frames one of its own messages in a hook answer (messaging.formatting.message_block).
 # An interactive session woken by the asyncRewake hook gets that answer back as the prompt of
 # its next turn, in Claude Code's <task-notification> (seen, 2.1.328).
 RELAYBAY_MESSAGE = "[relaybay] Message M-"

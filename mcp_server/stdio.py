@@ -1,7 +1,7 @@
-"""relaybay's MCP server over stdio: the six tools of relaybay/mcp/tools.py as a client of
+"""relaybay's MCP server over stdio: the six tools of mcp_server/tools.py as a client of
 relaybay's JSON API, for a Claude Code that starts one server process per session.
 
-relaybay serves the same tools over streamable HTTP itself, at /mcp (relaybay/mcp/http.py);
+relaybay serves the same tools over streamable HTTP itself, at /mcp (mcp_server/http.py);
 `claude_config` connects that by default and this server with --mcp-stdio. This one never
 imports Django or touches the database: every rule lives in the actions behind the API, so a
 tool and its route cannot disagree. It keeps one HTTP client (one connection, kept alive) for
@@ -15,7 +15,7 @@ Environment:
     CLAUDE_CODE_SESSION_ID  set by Claude Code for the stdio servers it starts: the
                             hook_session sent when a call gives none
 
-Run: `python -m relaybay.mcp.server` (what claude_config writes), or `python manage.py mcp`.
+Run: `python -m mcp_server.stdio` (what claude_config writes), or `python manage.py mcp`.
 """
 
 import os
@@ -23,8 +23,8 @@ import os
 import httpx2  # the SDK's own HTTP client, already loaded with it: no second library to import
 from mcp.server.mcpserver.exceptions import ToolError
 
-from relaybay.errors import tool_error_text
-from relaybay.mcp.tools import PROVEN, READS, build_server as build_tools
+from core.errors import tool_error_text
+from mcp_server.tools import PROVEN, READS, build_server as build_tools
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 # Long enough for a busy SQLite writer queue, well under Claude Code's 2-minute tool budget.

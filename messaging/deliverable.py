@@ -7,7 +7,7 @@ from django.db.models import Q
 
 from sessions_app.hooks.delivery import Deliverable
 
-from .lib import message_block
+from .formatting import message_block
 from .models import SessionMessage
 
 

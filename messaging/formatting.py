@@ -6,9 +6,9 @@ import re
 
 from django.utils import timezone
 
-from relaybay.compiled import Compiled
-from sessions_app.hooks.native import RELAYBAY_MESSAGE
-from sessions_app.lib import NOT_DELIVERABLE, ON_ITS_WAY, arrival, attach_tasks
+from core.compiled import Compiled
+from sessions_app.hooks.claude_native import RELAYBAY_MESSAGE
+from sessions_app.directory import NOT_DELIVERABLE, ON_ITS_WAY, arrival, attach_tasks
 
 BODY_MAX = 4000
 _LINE_SEPARATORS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c]")
@@ -174,7 +174,7 @@ def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
 
 @functools.cache
 def _page(box, unread_only, by_task, limit):
-    """The inbox or sent page of one shape, compiled once (relaybay/compiled.py): every
+    """The inbox or sent page of one shape, compiled once (core/compiled.py): every
     messages_list call asks for one, and building it cost more than answering it."""
     from .models import SessionMessage
 
@@ -194,7 +194,7 @@ def _page(box, unread_only, by_task, limit):
 def _attach_recipients(messages, *, known):
     """The recipient rows, with their links, of the messages not delivered yet: their status
     says why (message_summary). `known`, already loaded, is reused."""
-    from sessions_app.lib import sessions_with_links
+    from sessions_app.directory import sessions_with_links
 
     waiting = [m for m in messages if m.delivered_at is None and m.read_at is None and m.recipient_id]
     wanted = {m.recipient_id for m in waiting} - {known.pk}

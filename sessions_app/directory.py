@@ -9,12 +9,12 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import OuterRef, Prefetch, Q, Subquery
 
-from relaybay import guidance
-from relaybay.compiled import Compiled, compiled
-from relaybay.errors import InvalidInput
-from relaybay.inputs import check_identifier, is_identifier_text, parse_id
+from core import guidance
+from core.compiled import Compiled, compiled
+from core.errors import InvalidInput
+from core.inputs import check_identifier, is_identifier_text, parse_id
 
-from .hooks.native import socket_path
+from .hooks.claude_native import socket_path
 from .models import HookLink, RefusedHooks, Session, SessionName, Task, fold_name
 
 HANDLE_RE = re.compile(r"^S-([0-9]+)$")
@@ -75,7 +75,7 @@ def _row_by_pk(pk: int):
 
 def link_of(hook_session, *, with_session=False):
     """The hook id's link (hook_session is unique), or None; `with_session` loads its row too.
-    Asked on every hook and every verified call, so compiled once (relaybay/compiled.py)."""
+    Asked on every hook and every verified call, so compiled once (core/compiled.py)."""
     link = _link_by_hook_id.first(hook_session) if hook_session else None
     if link is not None and with_session:
         HookLink.session.field.set_cached_value(link, _row_by_pk.first(link.session_id))
@@ -208,7 +208,7 @@ def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT, 
     """The rows of a task, of a folder, or live only, most recently seen first (at most
     `limit`; None: all), each with its task and the links current_link chooses from: what
     sessions_list shows and whom a broadcast reaches. Its two statements are compiled once per
-    shape (relaybay/compiled.py): Django's prefetch built a query with every row's id and a
+    shape (core/compiled.py): Django's prefetch built a query with every row's id and a
     related manager per row, and made listing 82 rows 1.7x as slow (docs/mcp.md).
     `shown_only` reads only the columns a summary shows (SHOWN, SHOWN_OF_LINKS), the others
     left deferred: with every column sessions_list of 85 rows took 1.40x as long in process

@@ -17,7 +17,7 @@ from .errors import ErrorCode, RelaybayError, error_body
 
 
 class StrictParser(Parser):
-    """Every route's JSON body is read by relaybay/inputs.py's rules (size, numbers, depth)."""
+    """Every route's JSON body is read by core/inputs.py's rules (size, numbers, depth)."""
 
     def parse_body(self, request):
         return inputs.read_json_body(request)
@@ -42,7 +42,7 @@ def relaybay_error(request, exc):
 @api.exception_handler(HttpError)
 def http_error(request, exc):
     # django-ninja answers a body its parser refused with "Cannot parse request body"; the
-    # parser's own reason (relaybay/inputs.py) says what was wrong.
+    # parser's own reason (core/inputs.py) says what was wrong.
     if isinstance(exc.__cause__, RelaybayError):
         return relaybay_error(request, exc.__cause__)
     return api.create_response(request, error_body(ErrorCode.INVALID_REQUEST, str(exc)), status=exc.status_code)
