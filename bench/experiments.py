@@ -9,17 +9,17 @@ relaybay's serving choices, so bench/serving.py can measure the plain alternativ
 - `full-chain`: /api/ goes through the board's whole middleware chain (no
   relaybay.asgi.APIHandler); still on the database threads.
 - `waited-sends`: board pings and wake-ups asked for on a database thread are handed to the
-  server's event loop by that thread, which waits for each (asgiref's async_to_sync, as relaybay
-  did until they were held and made on the loop once the thread's step is back:
-  core/pings.py `holding_sends`).
+  server's event loop by that thread, which waits for each (asgiref's async_to_sync), instead
+  of being held and made on the loop once the thread's step is back (core/pings.py
+  `holding_sends`).
 - `asgiref-hop`: the MCP tools' and the long poll's steps (core/dbthreads.py `threads.run`)
-  go to their database thread through asgiref's sync_to_async, as they did before the loop's
-  own executor hand-off.
-- `all-columns`: sessions_list reads every column of its rows and their links, as before it
-  read only those a summary shows (sessions_app/directory.py `listed_sessions(shown_only=True)`).
+  go to their database thread through asgiref's sync_to_async instead of the loop's own
+  executor hand-off.
+- `all-columns`: sessions_list reads every column of its rows and their links instead of only
+  those a summary shows (sessions_app/directory.py `listed_sessions(shown_only=True)`).
 - `feed-trigger`: on SQLite, every feed row's search entry is written by a trigger with the
-  row, as before sessions_app/search_index.py wrote them in batches (the trigger that
-  migration 0011_feed_search_in_batches drops, put back when the server starts).
+  row, instead of in batches by sessions_app/search_index.py (the trigger that migration
+  0011_feed_search_in_batches drops, put back when the server starts).
 """
 
 import contextlib

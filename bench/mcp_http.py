@@ -1,8 +1,8 @@
 """relaybay's MCP server over streamable HTTP beside MCP Agent Mail 0.1.0 and relaybay's stdio
-server (this checkout's and an older commit's), all through the official MCP SDK client.
+server (this checkout's, and with --old another commit's), all through the official MCP SDK client.
 
     .venv/bin/python bench/mcp_http.py [--agentmail-python /tmp/agentmail-venv/bin/python]
-        [--old 38b2927] [--rounds 8] [--block 20] [--beside EXPERIMENT [--http-only]] [--json out.json]
+        [--old REV] [--rounds 8] [--block 20] [--beside EXPERIMENT [--http-only]] [--json out.json]
 
 Servers, on loopback:
   relaybay http    daphne on bench.empty_asgi (relaybay as `make run` serves it, embedded SQLite),
@@ -10,7 +10,8 @@ Servers, on loopback:
                    same way: the framework's floor for a call
   relaybay stdio   `python -m mcp_server.stdio` (what `claude_config --mcp-stdio` starts), a
                    client of the same relaybay's JSON API
-  old stdio        `manage.py mcp` of --old (before issue 13: an HTTP client built per call)
+  old stdio        with --old REV: `manage.py mcp` of that commit (a git worktree of it), beside
+                   this checkout's stdio server
   Agent Mail       `python -m mcp_agent_mail.cli serve-http` from its own virtualenv (PyPI
                    `mcp-agent-mail` 0.1.0: pip install it there), default SQLite storage, in a
                    throwaway folder, LITELLM_LOCAL_MODEL_COST_MAP=True so it does not reach out
@@ -422,7 +423,9 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
     other = RelaybayHTTP(beside, f"http {args.beside}") if beside else None
     new_stdio = RelaybayStdio(relaybay, "relaybay stdio", sys.executable, ["-m", "mcp_server.stdio"], tempfile.gettempdir(), {"PYTHONPATH": str(REPO_ROOT)})
     data = Path(tempfile.mkdtemp(prefix="relaybay-bench-old-stdio-"))
-    old_stdio = RelaybayStdio(relaybay, "old stdio", sys.executable, [str(old_dir / "manage.py"), "mcp"], old_dir, {"RELAYBAY_DATA": str(data)})
+    old_stdio = None
+    if old_dir:
+        old_stdio = RelaybayStdio(relaybay, "old stdio", sys.executable, [str(old_dir / "manage.py"), "mcp"], old_dir, {"RELAYBAY_DATA": str(data)})
     samples = {}
     async with contextlib.AsyncExitStack() as stack:
         for server in (http, other) if args.http_only else (http, new_stdio, old_stdio, agentmail, other):
@@ -434,19 +437,20 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
         if not args.http_only:
             cases |= {
                 ("message_send", new_stdio.label): new_stdio.send,
-                ("message_send", old_stdio.label): old_stdio.send,
                 ("message_send", agentmail.label): agentmail.send,
                 ("messages_list (20)", new_stdio.label): new_stdio.list,
-                ("messages_list (20)", old_stdio.label): old_stdio.list,
                 ("messages_list (20)", agentmail.label): agentmail.list,
                 ("health_check", agentmail.label): agentmail.empty,
             }
+            if old_stdio:
+                cases |= {("message_send", old_stdio.label): old_stdio.send, ("messages_list (20)", old_stdio.label): old_stdio.list}
         connects = {} if args.http_only else {
             http.label: lambda: timed_connect(http, "messages_list", {"session": relaybay.recipient, "limit": 1}),
             new_stdio.label: lambda: timed_connect(new_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1}),
-            old_stdio.label: lambda: timed_connect(old_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1}),
             agentmail.label: lambda: timed_connect(agentmail, "health_check", {}),
         }
+        if old_stdio and not args.http_only:
+            connects[old_stdio.label] = lambda: timed_connect(old_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1})
         for fn in cases.values():  # warm-up, untimed
             for _ in range(3):
                 await fn()
@@ -478,8 +482,9 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
             ),
             agentmail.label: await added_rss_per_session(agentmail.process.pid, agentmail.connect, lambda s: s.call_tool("health_check", {})),
             new_stdio.label: sum(rss_kib(pid) for pid in children_matching("mcp_server.stdio")),
-            old_stdio.label: sum(rss_kib(pid) for pid in children_matching("manage.py mcp")),
         }
+        if old_stdio and not args.http_only:
+            memory[old_stdio.label] = sum(rss_kib(pid) for pid in children_matching("manage.py mcp"))
     shutil.rmtree(data, ignore_errors=True)
     return samples, memory, rows_listed
 
@@ -506,10 +511,11 @@ def print_report(samples, memory, rows_listed, beside_label=None, http_only=Fals
     floor = med[("empty tool", http)]
     print("\nratios (medians):")
     for op in ("message_send", "messages_list (20)"):
+        against_old = f"relaybay stdio ÷ old stdio = {ratio(med[(op, stdio)], med[(op, old)]):.2f}×; " if (op, old) in med else ""
         print(
             f"  {op}: Agent Mail ÷ relaybay http = {ratio(med[(op, am)], med[(op, http)]):.1f}×; "
             f"relaybay http ÷ its empty tool = {ratio(med[(op, http)], floor):.2f}×; "
-            f"relaybay stdio ÷ old stdio = {ratio(med[(op, stdio)], med[(op, old)]):.2f}×; "
+            f"{against_old}"
             f"relaybay stdio ÷ relaybay http = {ratio(med[(op, stdio)], med[(op, http)]):.1f}×"
         )
     others = ", ".join(f"{op} {ratio(med[(op, http)], floor):.2f}×" for op in ("message_ack", "session_link", SESSIONS_LIST, BROADCAST))
@@ -522,7 +528,8 @@ def print_report(samples, memory, rows_listed, beside_label=None, http_only=Fals
     connect = "connect to first answer"
     print(
         f"  connect: relaybay http {fmt_ms(med[(connect, http)])}, Agent Mail {fmt_ms(med[(connect, am)])}, "
-        f"relaybay stdio {fmt_ms(med[(connect, stdio)])}, old stdio {fmt_ms(med[(connect, old)])}"
+        f"relaybay stdio {fmt_ms(med[(connect, stdio)])}"
+        + (f", old stdio {fmt_ms(med[(connect, old)])}" if (connect, old) in med else "")
     )
     print("\nresident memory per connected session:")
     for label, kib in memory.items():
@@ -536,7 +543,7 @@ def print_report(samples, memory, rows_listed, beside_label=None, http_only=Fals
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agentmail-python", default="/tmp/agentmail-venv/bin/python", help="python of a virtualenv with mcp-agent-mail 0.1.0")
-    parser.add_argument("--old", default="38b2927", help="a commit whose stdio server builds its HTTP client per call (before issue 13)")
+    parser.add_argument("--old", metavar="REV", help="also run the stdio server of this commit (a git revision) beside this checkout's")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--block", type=int, default=20)
     parser.add_argument("--settle", type=float, help="seconds of quiet between blocks (0.5; 1.5 with --http-only)")
@@ -556,11 +563,12 @@ def main():
             "or name its python with --agentmail-python."
         )
     print(machine_notes())
-    print(code_state(), f"; old stdio: {args.old}; calls per case: {args.rounds * args.block}")
+    print(code_state(), f"; old stdio: {args.old or 'none'}; calls per case: {args.rounds * args.block}")
     with tempfile.TemporaryDirectory(prefix="relaybay-bench-mcp-") as tmp:
         tmp = Path(tmp)
-        old_dir = tmp / "old"
-        subprocess.run(["git", "worktree", "add", "--detach", str(old_dir), args.old], cwd=REPO_ROOT, capture_output=True, check=True)
+        old_dir = tmp / "old" if args.old and not args.http_only else None
+        if old_dir:
+            subprocess.run(["git", "worktree", "add", "--detach", str(old_dir), args.old], cwd=REPO_ROOT, capture_output=True, check=True)
         try:
             (tmp / "agentmail").mkdir()
             agentmail = None if args.http_only else AgentMail(args.agentmail_python, tmp / "agentmail").start()
@@ -577,7 +585,8 @@ def main():
                 if agentmail:
                     agentmail.stop()
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(old_dir)], cwd=REPO_ROOT, capture_output=True)
+            if old_dir:
+                subprocess.run(["git", "worktree", "remove", "--force", str(old_dir)], cwd=REPO_ROOT, capture_output=True)
     stats = print_report(samples, memory, rows_listed, f"http {args.beside}" if args.beside else None, args.http_only)
     write_json(args.json, {"stats": {f"{op} | {label}": s for (op, label), s in stats.items()}, "memory_kib": memory, "sessions_listed": rows_listed})
 
