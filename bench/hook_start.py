@@ -1,17 +1,17 @@
-"""The command-hook client's start, end to end: this checkout's beside an older commit's.
+"""The command-hook client's start, end to end: this checkout's, and with --old another commit's.
 
-    .venv/bin/python bench/hook_start.py [--old COMMIT] [--runs 200] [--block 10] [--python PATH]
+    .venv/bin/python bench/hook_start.py [--old REV] [--runs 200] [--block 10] [--python PATH]
 
 Every hook event starts the client as a new process, so its start is what a session pays per
 event. A stub HTTP server in this process answers every POST with `{}`; each case is a process
 start fed a PostToolUse payload on stdin:
   python3 -S -c pass     the interpreter's floor
-  old  (COMMIT)          `python3 -S <the hook client file at COMMIT>` (before issue 11.4:
-                         one script, compiled from source on every start, rare paths kept in
-                         a string compiled on first use)
   new  (this checkout)   `python3 -S bin/relaybay-hook` (an entry script over the imported
                          package relaybay_hook/, read from cached bytecode)
-and the same two clients with relaybay down (the event goes to the spool: the rare path).
+  old  (REV)             with --old REV, a commit whose client is one file
+                         (sessions_app/hooks/relaybay_hook.py): `python3 -S <that file>`, one
+                         script compiled from source on every start
+and the same clients with relaybay down (the event goes to the spool: the rare path).
 Cases run in interleaved blocks of --block starts, so load from other work on the machine hits
 every case alike. Prints medians and ratios; asserts nothing.
 """
@@ -56,7 +56,7 @@ def old_client(commit, folder):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", default="38b2927", help="a commit whose client is one file (default: before issue 11.4)")
+    parser.add_argument("--old", metavar="REV", help=f"also time the single-file client ({OLD_PATH}) of this git revision")
     parser.add_argument("--runs", type=int, default=200, help="starts per case")
     parser.add_argument("--block", type=int, default=10, help="starts of one case in a row")
     parser.add_argument("--python", default=None, help="interpreter (default: the machine's python3, as claude_config picks)")
@@ -69,17 +69,18 @@ def main():
     payload = json.dumps({"session_id": "bench", "hook_event_name": "PostToolUse", "cwd": "/tmp", "tool_name": "Bash",
                           "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a\nb\n"}}).encode()
     with tempfile.TemporaryDirectory(prefix="relaybay-hook-start-") as folder:
-        old = old_client(args.old, folder)
+        old = old_client(args.old, folder) if args.old else None
         spool = Path(folder) / "spool.jsonl"
         up = {"PATH": "/usr/bin:/bin", "HOME": folder, "RELAYBAY_URL": url, "RELAYBAY_TOKEN": "t", "RELAYBAY_SPOOL": str(spool)}
         down = {**up, "RELAYBAY_URL": "http://127.0.0.1:1", "RELAYBAY_SPOOL": str(Path(folder) / "down.jsonl")}
         cases = {
             "python3 -S -c pass": ([python3, "-S", "-c", "pass"], up),
-            f"old ({args.old}), answered": ([python3, "-S", str(old)], up),
             "new, answered": ([python3, "-S", str(HOOK_CLIENT)], up),
-            f"old ({args.old}), spooled": ([python3, "-S", str(old)], down),
             "new, spooled": ([python3, "-S", str(HOOK_CLIENT)], down),
         }
+        if old:
+            cases[f"old ({args.old}), answered"] = ([python3, "-S", str(old)], up)
+            cases[f"old ({args.old}), spooled"] = ([python3, "-S", str(old)], down)
         samples = {name: [] for name in cases}
         outputs = {name: set() for name in cases}
         for name, (cmd, env) in cases.items():  # warm-up: page cache, and the new client's .pyc
@@ -104,7 +105,7 @@ def main():
     print(f"\n{'case':34} {'median':>9} {'p90':>9}  × floor   outputs")
     for name, s in stats.items():
         print(f"{name:34} {s['median']:7.2f}ms {s['p90']:7.2f}ms  {ratio(s['median'], floor):5.2f}×   {sorted(outputs[name])}")
-    for state in ("answered", "spooled"):
+    for state in ("answered", "spooled") if old else ():
         new = stats[f"new, {state}"]["median"]
         before = stats[f"old ({args.old}), {state}"]["median"]
         print(f"new / old, {state}: {ratio(new, before):.3f}×  "
