@@ -1,12 +1,15 @@
-"""Run every relaybay benchmark and write docs/benchmarks.md (`make bench`).
+"""Run every relaybay benchmark and write the table of docs/benchmarks.md (`make bench`).
 
     .venv/bin/python bench/run_all.py [--quick] [--only NAME,…] [--out docs/benchmarks.md] [--wait-quiet 180]
 
 Each benchmark is its own script under bench/ (run one alone to look closer); each prints its
-figures and writes them as JSON, which this script gathers into one Markdown page with the
-command lines, the machine, medians and the targets of issues 2-5. Nothing is asserted: a
-missed target is reported with by how much, never a failure. --quick shrinks every size for a
-smoke run (its figures are not the published ones).
+figures and writes them as JSON. This script gathers them into the one table of
+docs/benchmarks.md, the part between the markers TABLE_START and TABLE_END, with the date,
+the machine and the commit measured; the rest of that page is written by hand. The full
+report (every benchmark's own tables, the command lines, the machine) goes to report.md in
+the results folder. Nothing is asserted: a bound that is not met is reported with by how
+much, never a failure. --quick shrinks every size for a smoke run; its figures are not the
+published ones, so it leaves docs/benchmarks.md alone unless --out names a page.
 """
 
 import argparse
@@ -24,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import REPO_ROOT, machine_notes  # noqa: E402
 
 PY = sys.executable
+PAGE = REPO_ROOT / "docs" / "benchmarks.md"
+TABLE_START, TABLE_END = "<!-- bench:table -->", "<!-- /bench -->"
 THROUGHPUT_GROUPS = "sqlite:1@ 2 wsgi2;pg:1 2@ wsgi2"
 
 
@@ -84,11 +89,11 @@ def summary_rows(r):
         x = hl["hook_ratio"]
         rows.append(("Hook server time, nothing pending ÷ empty bearer-auth ninja view (SQLite, 1 daphne, keep-alive)",
                      f"{ms(t['hook, idle']['median'])} ÷ {ms(t['empty view']['median'])} = **{x:.2f}×**", "≤ 1.3×",
-                     met(x <= 1.3, f"{x / 1.3:.2f}× the target, +{t['hook, idle']['median'] - 1.3 * t['empty view']['median']:.2f} ms")))
+                     met(x <= 1.3, f"{x / 1.3:.2f}× the bound, +{t['hook, idle']['median'] - 1.3 * t['empty view']['median']:.2f} ms")))
         if "empty, full chain" in t:
             chain = t["empty, full chain"]["median"]
             rows.append(("… for context: the same hook ÷ the empty view served through the board's whole middleware chain "
-                         "(how relaybay served `/api/` before `relaybay.asgi.APIHandler`)",
+                         "(what `relaybay.asgi.APIHandler` leaves out)",
                          f"{ms(t['hook, idle']['median'])} ÷ {ms(chain)} = {t['hook, idle']['median'] / chain:.2f}×", "", ""))
         s = hl["spawn"]
         hook = s["command hook (python3 -S bin/relaybay-hook)"]["median"]
@@ -103,7 +108,7 @@ def summary_rows(r):
             share = one["share"]
             rows.append(("Hook events/s ÷ empty view's, 50 sessions, 1 daphne, SQLite",
                          f"{one['hook']['rps']:.0f}/s vs {one['empty view']['rps']:.0f}/s: **{share:.0%}**", "≥ 70%",
-                         met(share >= 0.7, f"{share / 0.7:.0%} of the target")))
+                         met(share >= 0.7, f"{share / 0.7:.0%} of the bound")))
             p99 = one["hook"]["p99"]
             rows.append(("Hook p99 latency under that load (50 connections back to back)",
                          f"**{ms(p99)}** (p50 {ms(one['hook']['p50'])}; the empty view's own p99: {ms(one['empty view']['p99'])})", "< 100 ms",
@@ -122,7 +127,7 @@ def summary_rows(r):
                          f"{c['pg:2']['hook']['rps']:.0f}/s vs {c['pg:1']['hook']['rps']:.0f}/s: **{x:.2f}×** "
                          f"(the empty view: {tp['scale']['pg']['empty view']:.2f}×)"
                          + (f" ({e2:,} errors with 2 processes, {c['pg:1']['hook']['errors']:,} with 1)" if e2 or c['pg:1']['hook']['errors'] else ""),
-                         "≥ 1.6×", met(x >= 1.6 and not e2, "errors" if e2 and x >= 1.6 else f"{x / 1.6:.0%} of the target")))
+                         "≥ 1.6×", met(x >= 1.6 and not e2, "errors" if e2 and x >= 1.6 else f"{x / 1.6:.0%} of the bound")))
         for db, label in (("sqlite", "SQLite"), ("pg", "PostgreSQL + Redis")):
             w, d = c.get(f"{db}:wsgi2"), c.get(f"{db}:2")
             if w and d:
@@ -130,7 +135,7 @@ def summary_rows(r):
                              f"empty view {w['empty view']['rps']:.0f}/s vs {d['empty view']['rps']:.0f}/s; "
                              f"hook {w['hook']['rps']:.0f}/s vs {d['hook']['rps']:.0f}/s "
                              f"(p99 {ms(w['hook']['p99'])} vs {ms(d['hook']['p99'])}; errors {w['hook']['errors']} vs {d['hook']['errors']})",
-                             "measure; recommend if clearly faster", "see the throughput section"))
+                             "measure; recommend if clearly faster", "see docs/scale-out.md"))
     for key, label in (("messages_sqlite", "SQLite"), ("messages_pg", "PostgreSQL")):
         m = r.get(key)
         if not m:
@@ -266,7 +271,7 @@ SERVING_NOTES = {
     "relaybay": "as shipped: /api/ without the middleware chain, sync code on a database thread, its pings made on the loop before the answer",
     "no db threads": "plain Django under daphne: each request's sync code on a thread made for it",
     "full chain": "/api/ through the board's middleware chain (no `APIHandler`)",
-    "waited sends": "pings handed to the loop by the database thread, which waits for each (relaybay until this stop)",
+    "waited sends": "pings handed to the loop by the database thread, which waits for each",
     "old": "the checkout given with --old",
     "gunicorn": "the JSON API under gunicorn, 2 sync workers (docs/scale-out.md)",
     "gunicorn old": "the --old checkout under gunicorn, 2 sync workers",
@@ -387,7 +392,32 @@ def section_profiles(r):
     return "\n## Profiles of one daphne process (SQLite)\n" + "".join(parts) if parts else ""
 
 
-def render(r, commands, notes, quick, elapsed, load):
+def render_table(r, quick, elapsed):
+    """docs/benchmarks.md's table: what was measured against its bound, when, where, at which commit."""
+    machine = r["_machine"]
+    rows = summary_rows(r)
+    failed = "".join(f"\n- `{name}` failed: {err}" for name, err in r.get("_failed", {}).items())
+    quick_note = " **A --quick run: small sizes, not the published figures.**" if quick else ""
+    return f"""{TABLE_START}
+Measured by `make bench` on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}: {machine['cores']} cores ({machine['cpu'] or 'CPU unknown'}),
+{machine['code']}; SQLite {machine['sqlite']}, PostgreSQL {machine.get('postgresql', '?')}, Redis {machine.get('redis', '?')};
+{elapsed / 60:.1f} minutes, load average {machine.get('load_average_at_start', '?')} at the start.{quick_note}
+
+{md_table(["what", "measured", "bound", "met"], rows)}
+{failed}
+{TABLE_END}"""
+
+
+def replace_table(page, table):
+    """The page with the part between the markers (the markers included) replaced by `table`."""
+    start, end = page.find(TABLE_START), page.find(TABLE_END)
+    if start < 0 or end < start:
+        raise SystemExit(f"the page has no {TABLE_START} … {TABLE_END} section to replace")
+    return page[:start] + table + page[end + len(TABLE_END):]
+
+
+def render_report(r, commands, notes, quick, elapsed, load):
+    """The full report: every benchmark's own tables, the command lines and the machine."""
     rows = summary_rows(r)
     machine = r["_machine"]
     machine_rows = [(k.replace("_", " "), v) for k, v in machine.items()]
@@ -398,16 +428,16 @@ def render(r, commands, notes, quick, elapsed, load):
         f"    {c}" + (f"    # {loads[c][2]:.0f} s; load average {loads[c][0]:.2f} → {loads[c][1]:.2f}" if c in loads else "")
         for c in commands
     )
-    return f"""# relaybay benchmarks
+    return f"""# relaybay benchmarks: the full report
 
-Written by `make bench` (`bench/run_all.py`) on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} in {elapsed / 60:.1f} minutes{' — **--quick run: small sizes, not the published figures**' if quick else ''}.
+Written by `bench/run_all.py` on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} in {elapsed / 60:.1f} minutes{' — **--quick run: small sizes, not the published figures**' if quick else ''}.
 Every figure is measured on this machine in one run, side by side with its reference; medians
-unless marked. The scripts print figures and ratios and assert nothing; a missed target is
-reported here with by how much. Re-run one benchmark alone with its command below.
+unless marked. The scripts print figures and ratios and assert nothing; a bound that is not
+met is reported here with by how much. Re-run one benchmark alone with its command below.
 
-## Against the targets (issues 2–5)
+## Against the bounds
 
-{md_table(["what", "measured", "target", "met"], rows)}
+{md_table(["what", "measured", "bound", "met"], rows)}
 {chr(10).join(failed)}
 
 ## Machine
@@ -446,7 +476,6 @@ wrk: `{notes['wrk']}`
 {section_wakeup(r)}
 {section_board(r)}
 {section_profiles(r)}
-{notes.get('findings', '')}
 """
 
 
@@ -454,10 +483,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", help="comma-separated benchmark names (" + ", ".join(n for n, *_ in plan(False)) + ")")
-    parser.add_argument("--out", default=str(REPO_ROOT / "docs" / "benchmarks.md"))
-    parser.add_argument("--results", help="keep each benchmark's JSON in this folder")
-    parser.add_argument("--findings", default=str(REPO_ROOT / "bench" / "findings.md"),
-                        help="Markdown appended to the page (what the profiles show and what would close the gaps)")
+    parser.add_argument("--out", help=f"the page whose table to replace (default {PAGE.relative_to(REPO_ROOT)}; none with --quick)")
+    parser.add_argument("--results", help="keep each benchmark's JSON and the full report (report.md) in this folder")
     parser.add_argument("--wait-quiet", type=int, default=180, help="seconds to wait for a 1-minute load average below 1")
     parser.add_argument("--render-only", action="store_true", help="rewrite the page from the JSON kept in --results")
     args = parser.parse_args()
@@ -496,17 +523,17 @@ def main():
     results["_quick"] = args.quick
     results["_load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     (results_dir / "_run.json").write_text(json.dumps(results, indent=1))
-    write_page(results, args)
-    print(f"\nWrote {args.out} in {results['_elapsed'] / 60:.1f} minutes (JSON in {results_dir}).")
+    write_page(results, args, results_dir)
+    print(f"\nDone in {results['_elapsed'] / 60:.1f} minutes (JSON and report.md in {results_dir}).")
 
 
 def render_only(args):
     results = json.loads((Path(args.results) / "_run.json").read_text())
-    write_page(results, args)
-    print(f"Wrote {args.out} from {args.results}")
+    write_page(results, args, Path(args.results))
 
 
-def write_page(results, args):
+def write_page(results, args, results_dir):
+    """The full report into the results folder; the table into docs/benchmarks.md."""
     servers = set()
     for key in ("hook_latency", "throughput", "wakeup", "messages_sqlite"):
         data = results.get(key) or {}
@@ -515,9 +542,14 @@ def write_page(results, args):
                 servers.update(c.get("server_commands", []))
     tp = (results.get("throughput") or {}).get("configs", {})
     wrk = next((c["hook"]["command"] for c in tp.values()), "wrk -t1 -c50 -dNs --timeout=5s -s hooks.lua URL")
-    findings = Path(args.findings).read_text() if Path(args.findings).exists() else ""
-    notes = {"servers": "; ".join(f"`{s}`" for s in sorted(servers)), "wrk": wrk, "findings": findings}
-    Path(args.out).write_text(render(results, results["_commands"], notes, results["_quick"], results["_elapsed"], results["_load_end"]))
+    notes = {"servers": "; ".join(f"`{s}`" for s in sorted(servers)), "wrk": wrk}
+    report = results_dir / "report.md"
+    report.write_text(render_report(results, results["_commands"], notes, results["_quick"], results["_elapsed"], results["_load_end"]))
+    print(f"Wrote the full report to {report}")
+    out = Path(args.out) if args.out else None if results["_quick"] else PAGE
+    if out:
+        out.write_text(replace_table(out.read_text(), render_table(results, results["_quick"], results["_elapsed"])))
+        print(f"Wrote the table of {out}")
 
 
 if __name__ == "__main__":
