@@ -23,6 +23,7 @@ lives as long as the process's event loop.
 import asyncio
 import json
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -34,6 +35,7 @@ from core.api import database_unavailable_detail, invalid_detail
 from core.auth import TOKEN_REFUSED, token_matches
 from core.dbthreads import threads as db_threads
 from core.errors import ErrorCode, RelaybayError, error_body, tool_error_text
+from core.limits import Limits
 from mcp_server.tools import PROVEN, build_server
 from sessions_app import directory
 
@@ -136,4 +138,9 @@ def asgi_app(server):
     return MCPApp(server.session_manager)
 
 
-mcp_asgi_app = asgi_app(build_server(DirectBackend()))
+def mcp_server():
+    """The MCP server relaybay serves, its tools' descriptions quoting the settings' limits."""
+    return build_server(DirectBackend(), limits=Limits.from_settings(settings))
+
+
+mcp_asgi_app = asgi_app(mcp_server())

@@ -4,9 +4,10 @@ relaybay's JSON API, for a Claude Code that starts one server process per sessio
 relaybay serves the same tools over streamable HTTP itself, at /mcp (mcp_server/http.py);
 `claude_config` connects that by default and this server with --mcp-stdio. This one never
 imports Django or touches the database: every rule lives in the actions behind the API, so a
-tool and its route cannot disagree. It keeps one HTTP client (one connection, kept alive) for
-the life of the process. An error answer reaches the model as a ToolError carrying the API's
-sentence.
+tool and its route cannot disagree; as it starts it asks the API for the limits its tools'
+descriptions quote (GET /api/message_limits). It keeps one HTTP client (one connection, kept
+alive) for the life of the process. An error answer reaches the model as a ToolError carrying
+the API's sentence.
 
 Environment:
     RELAYBAY_URL            relaybay's address (default http://127.0.0.1:8000)
@@ -24,11 +25,15 @@ import httpx2  # the SDK's own HTTP client, already loaded with it: no second li
 from mcp.server.mcpserver.exceptions import ToolError
 
 from core.errors import tool_error_text
+from core.limits import Limits
 from mcp_server.tools import PROVEN, READS, build_server as build_tools
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 # Long enough for a busy SQLite writer queue, well under Claude Code's 2-minute tool budget.
 REQUEST_TIMEOUT = 30.0
+# The limits are asked for once, as the server starts: a relaybay that does not answer by then
+# must not hold up Claude Code's start.
+LIMITS_TIMEOUT = 5.0
 
 
 class RelaybayAPI:
@@ -83,6 +88,24 @@ class RelaybayAPI:
             raise ToolError(f"The call to relaybay at {self.url} failed ({error}); call the tool again.") from None
         return self.answer(response)
 
+    def limits(self):
+        """The limits this relaybay runs with, for the tools' descriptions. A relaybay that cannot
+        say (not started yet, a wrong token) gives the defaults: its tool calls fail with the
+        reason anyway."""
+        if not self.token:
+            return Limits()
+        try:
+            response = httpx2.get(
+                f"{self.url}/api/message_limits",
+                headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"},
+                timeout=LIMITS_TIMEOUT,
+                trust_env=False,
+                verify=self.verify,
+            )
+            return Limits(**response.json()) if response.is_success else Limits()
+        except (httpx2.HTTPError, httpx2.InvalidURL, ValueError, TypeError):
+            return Limits()
+
     def answer(self, response):
         try:
             data = response.json()
@@ -132,7 +155,7 @@ def build_server(*, url=None, token=None, hook_session=None):
         token if token is not None else os.environ.get("RELAYBAY_TOKEN", ""),
     )
     own = hook_session if hook_session is not None else os.environ.get("CLAUDE_CODE_SESSION_ID", "")
-    return build_tools(StdioBackend(api, own))
+    return build_tools(StdioBackend(api, own), limits=api.limits())
 
 
 def serve(**options):

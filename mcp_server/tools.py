@@ -1,6 +1,6 @@
 """relaybay's six MCP tools (docs/rules.md §4.1, §4.8), defined once for both transports.
 
-`build_server(backend)` gives the official SDK's MCPServer with message_send,
+`build_server(backend, limits=...)` gives the official SDK's MCPServer with message_send,
 message_broadcast, messages_list, message_ack, session_link and sessions_list. Each tool only gathers its arguments; the backend
 carries out the operation and fills in the caller's proof:
 - the stdio server (mcp_server/stdio.py) is a client of relaybay's JSON API and proves the
@@ -8,6 +8,7 @@ carries out the operation and fills in the caller's proof:
 - the http server (mcp_server/http.py) runs inside relaybay, calls the same routes' code
   directly and proves the caller with the process proof its headersHelper sends.
 A backend reports every failure as a ToolError carrying the sentence the API would answer.
+The descriptions quote the limits (core/limits.py) of the relaybay the backend reaches.
 
 This module must not import Django: the stdio server runs without it.
 """
@@ -48,7 +49,7 @@ RequestId = Annotated[
     str | None,
     Field(
         description="Any unique text you make for this call, like a UUID. If the call fails or times out, call "
-        "again with the same request_id: a repeat within 24 h returns the first answer and sends nothing twice."
+        "again with the same request_id: a repeat returns the first answer and sends nothing twice."
     ),
 ]
 
@@ -74,13 +75,15 @@ def present(**fields):
     return {key: value for key, value in fields.items() if value is not None}
 
 
-def build_server(backend):
-    """The MCP server whose tools call `await backend.call(operation, fields, ctx)`."""
+def build_server(backend, *, limits):
+    """The MCP server whose tools call `await backend.call(operation, fields, ctx)`; their
+    descriptions quote `limits` (a core.limits.Limits)."""
     server = MCPServer("relaybay", title="relaybay", version="1", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def tool(annotations):
         def register(fn):
-            server.add_tool(fn, description=inspect.cleandoc(fn.__doc__), annotations=annotations, structured_output=False)
+            description = inspect.cleandoc(fn.__doc__).format_map(limits.as_dict())
+            server.add_tool(fn, description=description, annotations=annotations, structured_output=False)
             return fn
 
         return register
@@ -111,9 +114,10 @@ def build_server(backend):
         recipient's conversation at its next hook; the answer's `status` says truthfully whether and when it
         arrives. The recipient's owner may hold or refuse messages to it. The owner sees every message.
         Pass a fresh `request_id`: if the call fails or times out you may retry safely with the same
-        request_id (the same text to the same recipient within 30 s is not sent twice either). Limits:
-        4,000 characters, 10 sends a minute, 50 undelivered messages waiting per recipient, replies at
-        most 8 deep, no messages to yourself.
+        request_id within {request_id_hours} h (the same text to the same recipient within
+        {dedupe_seconds} s is not sent twice either). Limits: 4,000 characters, {sends_per_minute} sends a
+        minute, {unread_cap} undelivered messages waiting per recipient, replies at most 8 deep, no
+        messages to yourself.
         """
         fields = present(
             body=body,
@@ -150,8 +154,9 @@ def build_server(backend):
         applies each recipient's inbound policy (some hold or refuse messages). The answer reports, per
         recipient, whether it is delivering now, not delivered yet and why, held for its owner, or refused.
         A broadcast that would reach nobody is an error and sends nothing. One broadcast uses one of your
-        10 sends a minute, whatever its size; `dry_run` too. Pass a fresh `request_id`: if the call fails or
-        times out you may retry safely with the same request_id and nobody gets it twice.
+        {sends_per_minute} sends a minute, whatever its size; `dry_run` too. Pass a fresh `request_id`: if
+        the call fails or times out you may retry safely with the same request_id within
+        {request_id_hours} h and nobody gets it twice.
         """
         fields = present(
             body=body,

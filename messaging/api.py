@@ -1,13 +1,15 @@
 """The MCP channel's operations as JSON routes: each a thin adapter over an action."""
 
+from django.conf import settings
 from ninja import Query, Router
 
+from core.limits import Limits
 from sessions_app import directory
 from sessions_app.actions import get_task, resolve_one
 from sessions_app.schemas import ERRORS, Error
 
 from . import actions, formatting
-from .schemas import AckIn, AckOut, BroadcastIn, BroadcastOut, LinkIn, LinkOut, MessagesListQuery, SendIn, SendOut, SessionsListQuery
+from .schemas import AckIn, AckOut, BroadcastIn, BroadcastOut, LimitsOut, LinkIn, LinkOut, MessagesListQuery, SendIn, SendOut, SessionsListQuery
 
 router = Router(tags=["messages"])
 ERRORS = {**ERRORS, 403: Error, 404: Error, 409: Error, 429: Error}
@@ -70,3 +72,9 @@ def sessions_list(request, query: Query[SessionsListQuery]):
         summary["why_not"] = why
         sessions.append(summary)
     return {"sessions": sessions}
+
+
+@router.get("/message_limits", response={200: LimitsOut, **ERRORS}, summary="The limits every send obeys, as this relaybay sets them")
+def message_limits(request):
+    """What the stdio MCP server quotes in its tools' descriptions (core/limits.py)."""
+    return Limits.from_settings(settings)

@@ -37,6 +37,13 @@ class SendOut(Schema):
     repeat: bool
 
 
+class LimitsOut(Schema):
+    sends_per_minute: int = Field(description="Sends (a broadcast or dry run being one) each sender may make in a rolling minute.")
+    unread_cap: int = Field(description="Undelivered messages from sessions that may wait for one recipient.")
+    dedupe_seconds: int = Field(description="Within this many seconds the same text to the same recipient is not sent twice.")
+    request_id_hours: int = Field(description="How long a request_id answers repeats with the first answer.")
+
+
 class BroadcastIn(Schema):
     body: str = Field(description="The message text, at most 4,000 characters; each recipient gets its own copy.")
     task: Name | None = Field(None, description="Task id or exact title: its sessions receive it. Default: your own task.")

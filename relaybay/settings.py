@@ -11,6 +11,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from core.limits import Limits
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -64,10 +66,12 @@ RELAYBAY_STORED_FIELD_CHARS = envint("RELAYBAY_STORED_FIELD_CHARS", 4000)
 RELAYBAY_MAX_WAIT = envint("RELAYBAY_MAX_WAIT", 60)
 
 # Messaging for a fleet (docs/rules.md §4.8): the limits every send, broadcast and wake-up obeys.
-RELAYBAY_SENDS_PER_MINUTE = envint("RELAYBAY_SENDS_PER_MINUTE", 10)
-RELAYBAY_DEDUPE_SECONDS = envint("RELAYBAY_DEDUPE_SECONDS", 30)
-RELAYBAY_REQUEST_ID_HOURS = envint("RELAYBAY_REQUEST_ID_HOURS", 24)
-RELAYBAY_UNREAD_CAP = envint("RELAYBAY_UNREAD_CAP", 50)
+# The defaults of the four the MCP tools' descriptions quote are in core/limits.py, where the
+# stdio MCP server, which runs without Django, finds them too.
+RELAYBAY_SENDS_PER_MINUTE = envint("RELAYBAY_SENDS_PER_MINUTE", Limits.sends_per_minute)
+RELAYBAY_DEDUPE_SECONDS = envint("RELAYBAY_DEDUPE_SECONDS", Limits.dedupe_seconds)
+RELAYBAY_REQUEST_ID_HOURS = envint("RELAYBAY_REQUEST_ID_HOURS", Limits.request_id_hours)
+RELAYBAY_UNREAD_CAP = envint("RELAYBAY_UNREAD_CAP", Limits.unread_cap)
 RELAYBAY_HOLD_HOURS = envint("RELAYBAY_HOLD_HOURS", 72)
 RELAYBAY_WAKE_CAP = envint("RELAYBAY_WAKE_CAP", 3)
 

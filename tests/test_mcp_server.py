@@ -2,6 +2,7 @@
 stdio server (`python manage.py mcp` as a subprocess, a client of relaybay's JSON API) and
 relaybay's own streamable-HTTP server at /mcp. The same calls get the same answers and errors."""
 
+import asyncio
 import json
 import secrets
 import subprocess
@@ -14,11 +15,15 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from django.test import override_settings
 from mcp.server.mcpserver.exceptions import ToolError
 
+from core.limits import Limits
+from mcp_server.http import mcp_server
 from mcp_server.stdio import RelaybayAPI
 from relaybay_hook.proof import PROCESS_HEADER, process_proof
-from tests.live_server import MANAGE, REPO_ROOT, free_port, live_relaybay  # noqa: F401  (fixture)
+from tests.conftest import TOKEN
+from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, free_port, live_relaybay, start_relaybay, stop_relaybay  # noqa: F401  (fixture)
 
 TOOLS = {"message_send", "message_broadcast", "messages_list", "message_ack", "session_link", "sessions_list"}
 
@@ -222,6 +227,60 @@ async def test_a_wrong_token_is_a_tool_error_naming_the_setting(live_relaybay, t
     async with stdio_session(live_relaybay, tmp_path, token="not-the-token") as mcp:
         refused = error_text(await mcp.call_tool("sessions_list", {}))
     assert "relaybay refused this MCP server's token. Set RELAYBAY_TOKEN" in refused
+
+
+# Limits unlike the defaults, each a number of its own.
+OWN_LIMITS = Limits(sends_per_minute=7, unread_cap=9, dedupe_seconds=11, request_id_hours=13)
+OWN_SETTINGS = {
+    "RELAYBAY_SENDS_PER_MINUTE": OWN_LIMITS.sends_per_minute,
+    "RELAYBAY_UNREAD_CAP": OWN_LIMITS.unread_cap,
+    "RELAYBAY_DEDUPE_SECONDS": OWN_LIMITS.dedupe_seconds,
+    "RELAYBAY_REQUEST_ID_HOURS": OWN_LIMITS.request_id_hours,
+}
+
+
+def assert_quote(descriptions, limits):
+    send, broadcast = (" ".join(descriptions[name].split()) for name in ("message_send", "message_broadcast"))
+    assert f"{limits.sends_per_minute} sends a minute" in send, send
+    assert f"{limits.unread_cap} undelivered messages waiting per recipient" in send, send
+    assert f"within {limits.dedupe_seconds} s is not sent twice" in send, send
+    assert f"the same request_id within {limits.request_id_hours} h" in send, send
+    assert f"one of your {limits.sends_per_minute} sends a minute" in broadcast, broadcast
+    assert f"the same request_id within {limits.request_id_hours} h" in broadcast, broadcast
+
+
+@pytest.fixture(scope="module")
+def limited_relaybay(tmp_path_factory):
+    """A relaybay started with limits of its own in its environment."""
+    env = {name: str(value) for name, value in OWN_SETTINGS.items()}
+    url, token, process = start_relaybay(tmp_path_factory.mktemp("limited-relaybay"), **env)
+    try:
+        yield LiveRelaybay(url, token, process)
+    finally:
+        stop_relaybay(process)
+
+
+async def test_the_tool_descriptions_quote_the_limits_of_the_relaybay_they_reach(mcp_session, limited_relaybay, tmp_path):
+    # The stdio server runs without relaybay's environment: it learns the limits from the API.
+    async with mcp_session(limited_relaybay, tmp_path) as mcp:
+        descriptions = {tool.name: tool.description for tool in (await mcp.list_tools()).tools}
+    assert_quote(descriptions, OWN_LIMITS)
+
+
+def test_relaybays_mcp_server_and_the_limits_route_follow_the_settings(client):
+    with override_settings(**OWN_SETTINGS):
+        descriptions = {tool.name: tool.description for tool in asyncio.run(mcp_server().list_tools())}
+        answered = client.get("/api/message_limits", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert_quote(descriptions, OWN_LIMITS)
+    assert answered.json() == OWN_LIMITS.as_dict()
+    defaults = {tool.name: tool.description for tool in asyncio.run(mcp_server().list_tools())}
+    assert_quote(defaults, Limits())
+
+
+def test_a_stdio_server_that_cannot_learn_the_limits_quotes_the_defaults():
+    assert RelaybayAPI(f"http://127.0.0.1:{free_port()}", "t").limits() == Limits()
+    assert RelaybayAPI("not a url", "t").limits() == Limits()
+    assert RelaybayAPI("http://127.0.0.1:1", "").limits() == Limits()
 
 
 def response(status, **kwargs):

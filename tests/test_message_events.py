@@ -223,11 +223,12 @@ def test_every_mcp_tool_is_decided_as_carrying_message_text_or_not():
     message_broadcast was once left out of the tools whose hook fields are not stored."""
     import asyncio
 
+    from core.limits import Limits
     from core.mcp_tools import CARRIES_MESSAGE_TEXT
     from mcp_server.tools import build_server
     from sessions_app.hooks.claude_native import RELAYBAY_MESSAGE_TOOLS
 
-    tools = asyncio.run(build_server(object()).list_tools())
+    tools = asyncio.run(build_server(object(), limits=Limits()).list_tools())
     assert {tool.name for tool in tools} == set(CARRIES_MESSAGE_TEXT)
     # Any tool with a body parameter carries text.
     for tool in tools:
