@@ -6,7 +6,7 @@ same, in process (no HTTP): what building a query costs against running it.
 Sets Django up on a throwaway data folder (or PostgreSQL database) with 100 sessions, each
 with a hook link, and 2,000 messages; then times, interleaved in blocks, each statement of a
 send and a messages_list written both ways: the queryset as the ORM builds it on every call
-(the code before compiling), and the compiled one. Both answer the same rows (checked once).
+(the alternative to compiling), and the compiled one. Both answer the same rows (checked once).
 Prints medians and ratios; asserts nothing.
 """
 
@@ -60,7 +60,7 @@ def run(backend_kind, runs, data_dir):
     now = timezone.now()
 
     def orm_find_sessions(name):
-        # find_sessions as the ORM built it on every call, before it was compiled.
+        # find_sessions as the ORM would build it on every call.
         match = Q(name_keys__contains="\n" + fold_name(name) + "\n") | Q(desktop_id=name)
         match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
         live = HookLink.objects.live()

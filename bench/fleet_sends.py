@@ -1,15 +1,15 @@
-"""message_send server time before and after the fleet checks (docs/rules.md §4.8), side by
+"""message_send server time with and without the fleet checks (docs/rules.md §4.8), side by
 side, and message_broadcast to 50 recipients.
 
 Usage: python bench/fleet_sends.py OLD_CHECKOUT [--blocks 6] [--sends 100]
 
-Two worker processes, one in OLD_CHECKOUT (a worktree of the commit before the fleet rules,
+Two worker processes, one in OLD_CHECKOUT (a worktree of a commit without the fleet rules,
 with .venv linked) and one in this checkout, each on its own fresh SQLite database with 50
 named senders and 50 named recipients. The main process asks them for blocks of sends in turn
 (old, new, old, new, ...) so load from the rest of the machine falls on both alike. Server time
 is the JSON route's time in the process: Django's test client posting POST /api/message_send,
 from the request to the answer. Distinct bodies (no duplicates), every sender and recipient used
-in rotation (under the old code's 10 sends a minute; the new limits are raised for the run).
+in rotation (under OLD_CHECKOUT's 10 sends a minute; this checkout's limits are raised for the run).
 The new worker also times message_broadcast to a task of 50 others, and 50 message_sends to the
 same 50 for context. Prints figures and ratios; asserts nothing.
 """
@@ -142,7 +142,7 @@ def main():
         new.close()
     before, after = statistics.median(times["old"]), statistics.median(times["new"])
     print(f"message_send server time, SQLite, median of {len(times['old'])} each, interleaved blocks:")
-    print(f"  before the fleet checks {before:.2f} ms, after {after:.2f} ms: {after / before:.2f}x")
+    print(f"  without the fleet checks {before:.2f} ms, with them {after:.2f} ms: {after / before:.2f}x")
     b, one = statistics.median(fan["broadcast"]), statistics.median(fan["fifty_sends"])
     print(f"message_broadcast to {PEERS} recipients, server time, median of {len(fan['broadcast'])}: {b:.1f} ms")
     print(f"  50 message_sends to the same {PEERS}, one by one: {one:.1f} ms; broadcast / 50 sends = {b / one:.2f}x")

@@ -11,7 +11,7 @@ round by round so drift hits all alike; each request is a Claude Code-sized hook
   empty view     POST /bench/empty       empty django-ninja view, bearer auth (sync def)
   empty async    POST /bench/empty_async the same as async def
   empty, full chain  POST /bench/chain/empty  the empty view through the board's whole
-                 middleware chain, as relaybay served /api/ before relaybay.asgi.APIHandler
+                 middleware chain: what relaybay.asgi.APIHandler leaves out
   hook, idle     POST /api/hooks         PreToolUse/PostToolUse, exact link, nothing pending
   hook +comment  POST /api/hooks         PreToolUse claiming 1 pending owner comment
   hook +message  POST /api/hooks         PostToolUse claiming 1 pending session message

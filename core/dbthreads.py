@@ -14,8 +14,8 @@ back to the pool at each request's end (Django's own `close_old_connections`).
 Async code that is not a Django view (the MCP tools at /mcp, the wake-up long poll) runs its
 database steps here with `threads.run`. Either way the channel-layer sends a step makes after
 its commits (board pings, wake-ups) are held and made on the event loop once the step is back,
-before the answer goes out (core/pings.py): measured in docs/mcp.md, the thread handing
-each send to the loop and waiting for it cost a send over /mcp about a third of a millisecond.
+before the answer goes out (core/pings.py): the thread handing each send to the loop and
+waiting for it would cost a send over /mcp about a third of a millisecond (docs/mcp.md).
 
 RELAYBAY_DB_THREADS threads per daphne process (default: 1 on SQLite, which has one writer
 anyway; 4 on PostgreSQL); a request goes to the thread with the fewest in hand.
@@ -72,8 +72,8 @@ class DatabaseThreads:
         with holding_sends() as held, self._least_busy() as executor:
             # The loop's own executor hand-off, in a copy of this context (the thread sees the
             # held list): asgiref's sync_to_async adds a shielded future and context copying
-            # back that a step needs neither of, and cost each call 0.1-0.2 ms here
-            # (docs/mcp.md, "The hop to the database thread").
+            # back that a step needs neither of, and would cost each call 0.1-0.2 ms here
+            # (docs/mcp.md, "Why the hot paths look like this").
             work = asyncio.get_running_loop().run_in_executor(executor, contextvars.copy_context().run, _step, step, *args)
             try:
                 return await work

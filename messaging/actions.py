@@ -514,7 +514,7 @@ def resolve_reader(claim):
 
 # An ack without message_id marks the caller's unread relaybay messages: those delivered to it
 # when its proof holds, else every one. Compiled (core/compiled.py): built by the ORM on
-# every ack, the query took 0.60 ms of an ack's 0.87 (docs/mcp.md, "Stop 27").
+# every ack, the query would take 0.60 ms of an ack's 0.87 in process.
 def _unread_mail(recipient_id):
     return SessionMessage.objects.filter(recipient_id=recipient_id, read_at=None, channel=SessionMessage.Channel.MCP)
 

@@ -59,7 +59,7 @@ class SessionMessage(models.Model):
 
     # Neither key has an index of its own: message_sent, message_dedupe and message_rate lead
     # with the sender, message_inbox and message_pending with the recipient. Each index more is
-    # written with every message (docs/mcp.md, Stop 23).
+    # written with every message, and a broadcast writes several in one statement.
     sender = models.ForeignKey(Session, null=True, on_delete=models.SET_NULL, related_name="sent_messages", db_index=False)
     sender_name = models.CharField(max_length=200)
     sender_verified = models.BooleanField(default=False)

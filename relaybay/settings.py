@@ -155,9 +155,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # writers queue on the busy timeout instead of failing with "database is locked" when a
     # read transaction tries to upgrade. Temporary storage in memory: a statement that writes
     # several rows inside a transaction (a broadcast's messages) keeps a statement journal of
-    # the pages it changes, and past 64 KiB SQLite moved it into a file it created and deleted
-    # in /var/tmp (every broadcast in the test process, one in 30 in the bench's server;
-    # docs/mcp.md, Stop 23).
+    # the pages it changes, and past 64 KiB SQLite would move it into a file it creates and
+    # deletes in /var/tmp (every broadcast in the test process, one in 30 in the bench's server).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "transaction_mode": "IMMEDIATE",

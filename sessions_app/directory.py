@@ -184,8 +184,8 @@ def _give_links(rows, links, attr="loaded_links"):
 def links_loaded(path="links"):
     """The prefetch that loads rows' links (`path` leads to the rows) as Session.newest_links
     reads them: a plain list per row (`to_attr`). Django's own prefetch cache builds a related
-    manager and a filtered queryset for every row, which made loading 82 rows' links 1.3x as
-    slow (docs/mcp.md)."""
+    manager and a filtered queryset for every row, which makes loading 82 rows' links 1.3x as
+    slow."""
     return Prefetch(path, LINKS_NEWEST_FIRST, to_attr="loaded_links")
 
 
@@ -208,11 +208,11 @@ def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT, 
     """The rows of a task, of a folder, or live only, most recently seen first (at most
     `limit`; None: all), each with its task and the links current_link chooses from: what
     sessions_list shows and whom a broadcast reaches. Its two statements are compiled once per
-    shape (core/compiled.py): Django's prefetch built a query with every row's id and a
-    related manager per row, and made listing 82 rows 1.7x as slow (docs/mcp.md).
+    shape (core/compiled.py): Django's prefetch would build a query with every row's id and a
+    related manager per row, which makes listing 82 rows 1.7x as slow.
     `shown_only` reads only the columns a summary shows (SHOWN, SHOWN_OF_LINKS), the others
-    left deferred: with every column sessions_list of 85 rows took 1.40x as long in process
-    and 1.36x as long over http at 45 rows (docs/mcp.md, "Stop 27")."""
+    left deferred: with every column, sessions_list of 85 rows takes 1.40x as long in process
+    and 1.36x as long over http at 45 rows (bench experiment `all-columns`)."""
     rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit, shown_only)
     values = (task.pk if task is not None else 0, folder or "")
     rows = rows_of(*values)
@@ -240,11 +240,11 @@ def _listing(by_task, by_folder, live_only, limit, shown_only):
     def links(task_id, folder):
         # Only what current_link chooses from: each row's newest link, and its live exact one
         # (a row has one at most). Every link a row ever had (one per /clear, restart or new
-        # session id) made a list of 20 rows with 50 links each 17x as slow as with one.
+        # session id) would make a list of 20 rows with 50 links each 17x as slow as with one.
         # The rows' restriction stands outside the OR, so PostgreSQL too reads the listed
         # rows' links by index rather than filtering every link there is; the newest is looked
         # up once per row, not once per link (on PostgreSQL 2.5 against 0.94 ms for a list of
-        # 20 rows with 50 links each, docs/mcp.md).
+        # 20 rows with 50 links each).
         newest = HookLink.objects.filter(session_id=OuterRef("pk")).order_by("-id").values("pk")[:1]
         newest_of_rows = listed(task_id, folder).annotate(newest=Subquery(newest))[:limit].values("newest")
         live_exact = Q(exact=True, state__in=HookLink.LIVE_STATES)

@@ -1,10 +1,10 @@
 """The board search's entries of feed rows on SQLite, written in batches off the write path
-(docs/rules.md §5.5; what it buys: docs/mcp.md, "Stop 26").
+(docs/rules.md §5.5; what it buys: docs/mcp.md, "Why the hot paths look like this").
 
 Sessions, tasks and comments enter the index (board_search) by triggers as they are written
 (0002_board_search). Feed rows are the rows written most: every hook writes one, a send two,
-a broadcast to three seven. Through the trigger, each writing commit added its rows' entries
-as a new FTS5 segment: 15 of a broadcast's 36 WAL pages. On SQLite (0011_feed_search_in_batches)
+a broadcast to three seven. Through a trigger, each writing commit would add its rows'
+entries as a new FTS5 segment: 15 of a broadcast's 36 WAL pages. On SQLite (0011_feed_search_in_batches)
 their entries are written instead
 - by the search, before it matches (`catch_up`), and
 - by the write whose feed row's id is a multiple of CATCH_UP_EVERY (`keep_up`), so the index

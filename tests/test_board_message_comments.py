@@ -1,5 +1,5 @@
 """The owner acts on a message from its row: a comment to its sender or its recipient in one
-step (issue 9, point 9), through the same composer and action as the session page's."""
+step (docs/rules.md §5.3, docs/board.md), through the same composer and action as the session page's."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""The board's own 404 page and its favicon (issue 9, point 4)."""
+"""The board's own 404 page and its favicon (docs/rules.md §5.1)."""
 
 import pytest
 from django.contrib.staticfiles import finders

@@ -1,5 +1,5 @@
 """The top of a session's page says what it is doing now, and its events read at a glance
-with their details on demand (issue 9, point 7)."""
+with their details on demand (docs/rules.md §5.2, docs/board.md)."""
 
 import re
 

@@ -370,7 +370,7 @@ def test_insert_refuses_a_model_that_saves_in_its_own_way():
 def test_no_mcp_tool_has_the_orm_build_a_read_once_its_statements_are_compiled(two_sessions, monkeypatch, operation, fields):
     """Every read an MCP tool's step makes (mcp_server/http.py `_operate`, the http tools'
     own path) is a compiled statement: a query built by the ORM costs 3-10x its compiled twin
-    (docs/mcp.md), as the ack's unread mail did until stop 27."""
+    (bench/compiled_queries.py)."""
     from django.db.models.sql.compiler import SQLCompiler
 
     from mcp_server.http import _operate

@@ -1,4 +1,4 @@
-"""Faults (issue 5): a server killed with `kill -9` under load loses no message whose send was
+"""Faults (docs/scale-out.md, "When a service stops"): a server killed with `kill -9` under load loses no message whose send was
 answered, and after a restart every pending item is delivered, once; a stopped database or
 Redis gives clear errors and leaves no half-written rows; the hook client's spool keeps its
 order across a long outage with many events, replayed and marked so on the server.

@@ -1,4 +1,4 @@
-"""Scale-out (docs/rules.md §0, issue 5): two daphne processes on one PostgreSQL database and one Redis
+"""Scale-out (docs/rules.md §0, docs/scale-out.md): two daphne processes on one PostgreSQL database and one Redis
 channel layer. The rules that must hold across processes are kept in the database or Redis,
 never in one process's memory: exactly-once claims, Stop blocks per turn, the per-sender rate
 limit, "a newer wake-up waiter replaces the older", and the board's pings.

@@ -1,5 +1,5 @@
 """Claude Code's own messages (SendMessage) between two real CLI sessions, as relaybay sees them
-through its hooks (SPEC §4.9): each send a native row with its mark, on the board and in the
+through its hooks (docs/rules.md §4.9): each send a native row with its mark, on the board and in the
 API, and no byte of its text anywhere in relaybay's database.
 
 Both sessions share one HOME, as two terminals of one user do: Claude Code finds its peers in

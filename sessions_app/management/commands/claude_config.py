@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
 MCP_HEADERS_HELPER = Path(settings.BASE_DIR) / "bin" / "relaybay-mcp-headers"
-# Notification: a recipient's terminal asking its user to approve a native message (SPEC §4.9).
+# Notification: a recipient's terminal asking its user to approve a native message (docs/rules.md §4.9).
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Notification", "Stop", "SessionEnd")
 # PreToolUse/PostToolUse match tool names ("*": every tool). SessionStart and SessionEnd
 # match the source or reason, where "" matches all; UserPromptSubmit and Stop take none.
