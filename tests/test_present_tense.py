@@ -21,7 +21,7 @@ COUNTED = r"process|session|time|minute|second|call|worker|server|thread|request
 PATTERNS = {
     "a numbered stop": re.compile(r"\bstop \d+", re.IGNORECASE),
     "a numbered run": re.compile(
-        rf"(?<![-\w])runs? \d+(?:\s*(?:[-–,]|and)\s*\d+)*\b(?!\s*(?:{COUNTED}))(?![.\d])", re.IGNORECASE
+        rf"(?<![-\w])runs? \d+(?:\s*(?:[-–,]|and)\s*\d+)*\b(?!\.\d)(?!\s*(?:{COUNTED}))", re.IGNORECASE
     ),
     "an issue": re.compile(r"\bissues? \d+", re.IGNORECASE),
     "a review": re.compile(
@@ -92,6 +92,7 @@ def test_the_patterns_catch_history_and_leave_counts_alone():
         "Run 29 (on a new machine) gave 2.17x",
         "in runs 39-41 the send took 2.0x",
         "runs 30–32",
+        "as measured in run 41.",
         "before issue 13",
         "the review at the end of the stop took it back out",
         "A reviewer found one reader the suite did not run",
@@ -101,6 +102,7 @@ def test_the_patterns_catch_history_and_leave_counts_alone():
         "run 3 processes on one database",
         ".venv/bin/python bench/hook_queries.py --runs 300",
         "each case runs 20 calls in a block",
+        "a ratio of 1.5 in a run 1.5x as long",
         "Can you review the parser change?",
         'named_session("Alpha Reviewer")',
         "At most 3 Stop blocks per turn",
