@@ -530,19 +530,27 @@ def _unread_delivered(recipient_id: int):
 
 
 def _mark_read(messages, *, reader, verified):
-    now = timezone.now()
-    marked = 0
-    for message in messages:
-        if SessionMessage.objects.filter(pk=message.pk, read_at=None).update(read_at=now, read_verified=verified):
-            marked += 1
-            record_event(
+    """Mark `messages` read, skipping any read already, and write a message.read feed row for
+    each one marked: three statements however many there are. The unread ones are locked as
+    they are read, so a concurrent ack of the same mail waits and then finds them read."""
+    unread = SessionMessage.objects.filter(pk__in=[message.pk for message in messages], read_at=None)
+    locked = set(unread.select_for_update().values_list("pk", flat=True))
+    marked = [message for message in messages if message.pk in locked]
+    if not marked:
+        return 0
+    unread.filter(pk__in=locked).update(read_at=timezone.now(), read_verified=verified)
+    record_events(
+        [
+            feed_row(
                 "message.read",
                 session=reader,
                 data={"message": message.pk, "from": message.sender_name, "to": message.recipient_name, "verified": verified},
             )
-    if marked:
-        ping("messages", "sessions")
-    return marked
+            for message in marked
+        ]
+    )
+    ping("messages", "sessions")
+    return len(marked)
 
 
 @dataclass

@@ -2,8 +2,11 @@
 reply marking its parent read under the same rule."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from messaging.models import SessionMessage
+from sessions_app.models import Event
 
 from .message_personas import context_of, counts, detail, link, rb  # noqa: F401
 
@@ -193,6 +196,35 @@ def test_an_ack_without_an_id_marks_all_unread_mail_of_a_row_that_never_linked(r
     response = rb.ack(session="bob")
     assert response.json()["marked"] == 2
     assert [read_mark(rb, m) for m in ids] == [READ_NOT_VERIFIED, READ_NOT_VERIFIED]
+
+
+def test_an_ack_marks_any_number_of_messages_with_the_same_statements(rb, alice, settings):
+    """One UPDATE marks them all and one INSERT writes their feed rows: acknowledging twelve
+    messages takes as many statements as acknowledging one, and leaves the same marks and
+    message.read rows as marking them one by one did."""
+    settings.RELAYBAY_SENDS_PER_MINUTE = 100
+    bob = rb.desktop("desk-b", "bob")
+
+    def ack_all(count):
+        ids = [to_bob(rb, f"note {count}.{n}") for n in range(count)]
+        with CaptureQueriesContext(connection) as queries:
+            assert rb.ack(session="bob").json()["marked"] == count
+        return ids, [q["sql"] for q in queries.captured_queries]
+
+    _, one = ack_all(1)
+    ids, twelve = ack_all(12)
+    assert len(twelve) == len(one)
+    assert sum(sql.startswith('UPDATE "session_message"') for sql in twelve) == 1
+    assert sum(sql.startswith('INSERT INTO "sessions_app_event"') for sql in twelve) == 1
+    assert [read_mark(rb, m) for m in ids] == [READ_NOT_VERIFIED] * 12
+    feed = Event.objects.filter(name="message.read", data__message__in=ids)
+    assert sorted((e.session_id, e.data["message"], e.data["from"], e.data["to"], e.data["verified"]) for e in feed) == [
+        (bob.pk, m, "alice", "bob", False) for m in sorted(ids)
+    ]
+    # Read already: nothing is marked again and no feed row is written.
+    with CaptureQueriesContext(connection) as queries:
+        assert rb.ack(message_id=ids[0], session="bob").json()["marked"] == 0
+    assert not any(q["sql"].startswith(("UPDATE", "INSERT")) for q in queries.captured_queries)
 
 
 def test_an_ack_by_hook_id_alone_names_the_row_of_that_link(rb, alice):
