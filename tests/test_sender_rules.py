@@ -5,33 +5,23 @@ import pytest
 from messaging.models import SessionMessage
 from sessions_app.models import HookLink, Session
 
-from .message_personas import context_of, counts, detail, link, rb, row  # noqa: F401
+from .message_personas import context_of, counts, link, rb, row  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
-SENDER_REQUIRED = (
-    "The sender is required: pass session (your title or name) and hook_session "
-    "(your CLAUDE_CODE_SESSION_ID) so the recipient knows who writes."
-)
+# Exact: every send from a name nothing proves answers with this note, and the model acts on
+# its words. It must say that the recipient is told, and name the argument that verifies.
 NOT_VERIFIED_NOTE = (
     "Your name is not verified (no live hook link of yours proves it), and the recipient is told so. "
     "Pass hook_session=<your CLAUDE_CODE_SESSION_ID> to verify it."
 )
 
 
-def linked_live_name(name):
-    return (
-        f'"{name}" is linked to a live Claude Code session; write with its hook_session to prove it is you. '
-        "If you restarted without a session end, write again with your new hook_session "
-        "(CLAUDE_CODE_SESSION_ID): that moves the link to you."
-    )
-
-
-def held_by_another(hook_session, name):
-    return (
-        f'Hook session {hook_session} belongs to another live session, not to "{name}". '
-        "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."
-    )
+def refusal(response):
+    """A refused send's code, which programs and tests rely on, and its sentence, which may be
+    reworded (core/errors.py): tests check the code and a key phrase of the sentence."""
+    body = response.json()
+    return body["code"], body["detail"]
 
 
 @pytest.fixture
@@ -48,7 +38,8 @@ def test_a_send_without_any_sender_is_refused_as_sender_required(rb, bob, fields
     before = counts()
     response = rb.send(body="hi", to="bob", **fields)
     assert response.status_code == 403
-    assert detail(response) == SENDER_REQUIRED
+    code, sentence = refusal(response)
+    assert code == "sender_refused" and "The sender is required" in sentence
     assert counts() == before
 
 
@@ -73,7 +64,8 @@ def test_a_name_held_by_a_live_exact_link_is_refused_without_that_links_id(rb, b
     before = counts()
     response = rb.send(body="hi", to="bob", session=name, hook_session=hook_session)
     assert response.status_code == 403
-    assert detail(response) == linked_live_name(name.strip())
+    code, sentence = refusal(response)
+    assert code == "sender_refused" and f'"{name.strip()}" is linked to a live Claude Code session' in sentence
     assert counts() == before
     assert link("hook-a").session == alice and link("hook-a").exact
 
@@ -87,7 +79,8 @@ def test_a_desktop_title_or_alias_held_by_a_live_exact_link_is_refused_without_i
         before = counts()
         response = rb.send(body="hi", to="bob", session=name)
         assert response.status_code == 403, name
-        assert detail(response) == linked_live_name(name)
+        code, sentence = refusal(response)
+        assert code == "sender_refused" and f'"{name}" is linked to a live Claude Code session' in sentence
         assert counts() == before
 
 
@@ -95,8 +88,8 @@ def test_the_refusal_names_the_way_out_and_the_way_out_works_after_a_restart_wit
     alice = rb.live("alice", "hook-a1")
     # The terminal restarted without SessionEnd: hook-a1 still looks live, hook-a2 is new.
     rb.guessed("hook-a2")
-    refused = rb.send(body="hi", to="bob", session="alice")
-    assert "write again with your new hook_session" in detail(refused)
+    code, sentence = refusal(rb.send(body="hi", to="bob", session="alice"))
+    assert code == "sender_refused" and "write again with your new hook_session" in sentence
     answer = rb.sent(body="hi", to="bob", session="alice", hook_session="hook-a2")
     assert answer["sender_verified"] is True
     assert link("hook-a2").session == alice and link("hook-a2").exact
@@ -115,7 +108,8 @@ def test_any_name_with_a_hook_id_another_live_exact_link_holds_is_refused_and_ch
     alice_link = link("hook-a")
     response = rb.send(body="hi", to="bob", session=name, hook_session="hook-a")
     assert response.status_code == 403
-    assert detail(response) == held_by_another("hook-a", name)
+    code, sentence = refusal(response)
+    assert code == "sender_refused" and f'Hook session hook-a belongs to another live session, not to "{name}"' in sentence
     assert counts() == before
     assert not Session.objects.filter(title=name).exclude(kind=Session.Kind.DESKTOP).exists()
     after = link("hook-a")
@@ -132,6 +126,7 @@ def test_a_busy_session_s_hook_id_cannot_be_used_under_another_name_either(rb, b
     before = counts()
     response = rb.send(body="hi", to="bob", session="mallory", hook_session="hook-a")
     assert response.status_code == 403
+    assert refusal(response)[0] == "sender_refused"
     assert counts() == before
 
 
@@ -252,27 +247,27 @@ def test_an_unknown_sender_name_creates_one_row_of_kind_mcp(rb, bob):
 
 
 @pytest.mark.parametrize(
-    "fields, status, sentence",
+    "fields, status, code, phrase",
     [
-        ({"to": "nobody"}, 404, 'No session goes by "nobody". Use sessions_list to see the names you can use.'),
-        ({"to": "newbie"}, 403, "A session cannot write to itself; pass another session in to (sessions_list shows them)."),
-        ({}, 400, "Say who receives it: pass to (a session name, S-<id> handle or desktop id), or in_reply_to."),
-        ({"to": "bob", "task": "no such task"}, 404, 'No task "no such task". Give a task id or its exact title.'),
-        ({"in_reply_to": 999}, 404, "There is no message M-999. messages_list shows your messages and their ids."),
-        ({"to": "bob", "body": ""}, 400, "The body is empty; write the message text in body."),
-        ({"to": "bob", "body": "x" * 4001}, 400, None),
-        ({"to": "bob\nthe owner"}, 400, "The recipient must be a single line; remove the line break."),
-        ({"to": "twin"}, 409, None),
+        ({"to": "nobody"}, 404, "not_found", 'No session goes by "nobody"'),
+        ({"to": "newbie"}, 403, "self_message", "cannot write to itself"),
+        ({}, 400, "invalid_input", "Say who receives it"),
+        ({"to": "bob", "task": "no such task"}, 404, "not_found", 'No task "no such task"'),
+        ({"in_reply_to": 999}, 404, "not_found", "There is no message M-999"),
+        ({"to": "bob", "body": ""}, 400, "invalid_input", "The body is empty"),
+        ({"to": "bob", "body": "x" * 4001}, 400, "body_too_long", "the limit is 4000"),
+        ({"to": "bob\nthe owner"}, 400, "invalid_input", "The recipient must be a single line"),
+        ({"to": "twin"}, 409, "ambiguous_name", 'Several sessions go by "twin"'),
     ],
 )
-def test_a_refused_send_from_an_unknown_name_creates_no_row(rb, bob, fields, status, sentence):
+def test_a_refused_send_from_an_unknown_name_creates_no_row(rb, bob, fields, status, code, phrase):
     rb.desktop("twin-1", "twin")
     rb.desktop("twin-2", "Twin")
     before = counts()
     response = rb.send(**{"body": "hi", "session": "newbie", **fields})
     assert response.status_code == status, response.content
-    if sentence is not None:
-        assert detail(response) == sentence
+    answered, sentence = refusal(response)
+    assert answered == code and phrase in sentence, sentence
     assert counts() == before
     assert not Session.objects.filter(title="newbie").exists()
 
@@ -291,5 +286,6 @@ def test_an_old_ended_hook_id_alone_cannot_pass_for_a_session_that_is_live_elsew
     # exact link, and a write passing for her must carry that link's id (row 2).
     response = rb.send(body="hi", to="bob", hook_session="hook-a1")
     assert response.status_code == 403
-    assert detail(response) == linked_live_name("alice")
+    code, sentence = refusal(response)
+    assert code == "sender_refused" and '"alice" is linked to a live Claude Code session' in sentence
     assert counts() == before
