@@ -100,6 +100,13 @@ INSTALLED_APPS = [
     "board",
 ]
 
+# The board's chain. Under daphne neither the JSON API nor the MCP server runs it: relaybay/asgi.py
+# serves /api/ (all but its docs pages) with Django's handler minus this chain (APIHandler), since
+# a bearer-token API has no use for sessions, CSRF, login or these headers and each step would cost
+# a thread hop on every hook; /mcp is the MCP SDK's own ASGI app. A middleware added here reaches
+# the board alone. Behaviour for every API route goes in core/api.py (the NinjaAPI's auth, parser
+# and exception handlers), for /mcp in mcp_server/http.py (MCPApp). The WSGI layout does run /api/
+# through this chain, so nothing here may change an API answer.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

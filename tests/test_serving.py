@@ -4,6 +4,7 @@ through the ASGI application itself: /api/ without the board's middleware chain
 (core/dbthreads.py), pings after commit made on the server's event loop before the answer."""
 
 import asyncio
+import inspect
 import json
 import threading
 
@@ -11,7 +12,10 @@ import pytest
 from channels.layers import get_channel_layer
 from channels.testing import HttpCommunicator
 from django import db
+from django.core.handlers.asgi import ASGIHandler
+from django.core.handlers.base import BaseHandler
 from django.db import transaction
+from django.test import override_settings
 
 from core import pings
 from relaybay import asgi
@@ -144,6 +148,69 @@ async def test_the_api_answers_without_the_boards_middleware_and_still_needs_the
     assert status == 400
     status, headers, _ = await serve("GET", "/login/", headers=[(b"host", b"127.0.0.1")])
     assert status == 200 and b"x-frame-options" in headers
+
+
+def test_the_api_handler_sets_what_djangos_own_load_middleware_sets():
+    """APIHandler overrides BaseHandler.load_middleware, a private method of Django's. If Django
+    renames it, changes its signature, stops calling it as the ASGI handler starts, or has it set
+    other attributes, this fails rather than the API being served by a handler half set up."""
+    django_signature = inspect.signature(BaseHandler.load_middleware)
+    assert list(django_signature.parameters) == ["self", "is_async"]
+    assert django_signature.parameters["is_async"].default is False
+    assert inspect.signature(asgi.APIHandler.load_middleware) == django_signature
+
+    called = []
+
+    class Starting(ASGIHandler):
+        def load_middleware(self, is_async=False):
+            called.append(is_async)
+
+    Starting()
+    assert called == [True]
+
+    with override_settings(MIDDLEWARE=[]):
+        django_handler = BaseHandler()
+        django_handler.load_middleware(is_async=True)
+        api_handler = asgi.APIHandler()
+    set_by_django, set_by_ours = vars(django_handler), vars(api_handler)
+    assert set(set_by_django) == set(set_by_ours) == {
+        "_view_middleware",
+        "_template_response_middleware",
+        "_exception_middleware",
+        "_middleware_chain",
+    }
+    for name in ("_view_middleware", "_template_response_middleware", "_exception_middleware"):
+        assert set_by_ours[name] == set_by_django[name] == [], name
+    assert callable(set_by_ours["_middleware_chain"])
+
+
+SEEN_BY_MIDDLEWARE = []
+
+
+def seen_by_middleware(get_response):
+    """A middleware as a newcomer would add one to settings.MIDDLEWARE: it notes every path."""
+
+    def middleware(request):
+        SEEN_BY_MIDDLEWARE.append(request.path)
+        return get_response(request)
+
+    return middleware
+
+
+async def test_an_api_request_passes_through_no_middleware_added_to_settings(settings, monkeypatch):
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "tests.test_serving.seen_by_middleware"]
+    # Both handlers built as the server builds them, with the middleware in the settings.
+    monkeypatch.setattr(asgi, "api_asgi_app", asgi.APIHandler())
+    monkeypatch.setattr(asgi, "django_asgi_app", ASGIHandler())
+    SEEN_BY_MIDDLEWARE.clear()
+    headers = [*AUTH, (b"host", b"127.0.0.1")]  # a Host the board's chain would accept
+    status, _, answer = await serve("GET", "/api/sessions_list", headers=headers)
+    assert (status, answer) == (200, {"sessions": []})
+    assert SEEN_BY_MIDDLEWARE == []
+    # The same application's other Django requests do go through it.
+    status, _, described = await serve("GET", "/api/openapi.json", headers=headers)
+    assert status == 200 and described["info"]["title"] == "relaybay API"
+    assert SEEN_BY_MIDDLEWARE == ["/api/openapi.json"]
 
 
 @pytest.fixture
