@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
     REFUSED = "refused"
     SENDER_REFUSED = "sender_refused"
     LINK_HELD = "link_held"
+    NAME_IN_USE = "name_in_use"
     HOOK_ENDED = "hook_ended"
     SELF_MESSAGE = "self_message"
     REPLY_TOO_DEEP = "reply_too_deep"
@@ -48,6 +49,7 @@ HTTP_STATUS = {
     ErrorCode.REFUSED: 403,
     ErrorCode.SENDER_REFUSED: 403,
     ErrorCode.LINK_HELD: 403,
+    ErrorCode.NAME_IN_USE: 409,
     ErrorCode.HOOK_ENDED: 403,
     ErrorCode.SELF_MESSAGE: 403,
     ErrorCode.REPLY_TOO_DEEP: 403,

@@ -58,11 +58,9 @@ NO_PROOF = (
 def _operate(operation, fields, proof):
     """One tool call's database step: fill in the proven hook session, then the route's body."""
     route, schema = OPERATIONS[operation]
-    if operation in PROVEN and not (fields.get("hook_session") or "").strip():
-        hook_session = directory.hook_session_of_process(proof)
-        if hook_session:
-            fields["hook_session"] = hook_session
-        elif PROVEN[operation]:
+    if operation in PROVEN:
+        fields["hook_session"] = routes.proven_hook_session(fields.get("hook_session"), proof)
+        if PROVEN[operation] and not (fields["hook_session"] or "").strip():
             raise ToolError(tool_error_text(ErrorCode.SENDER_REFUSED, NO_PROOF))
     try:
         data = schema.model_validate(fields)

@@ -2,7 +2,8 @@
 relaybay's JSON API, for a Claude Code that starts one server process per session.
 
 relaybay serves the same tools over streamable HTTP itself, at /mcp (mcp_server/http.py);
-`claude_config` connects that by default and this server with --mcp-stdio. This one never
+`claude_config` connects this server by default (it reaches relaybay again by itself after a
+restart) and that one with --mcp-http. This one never
 imports Django or touches the database: every rule lives in the actions behind the API, so a
 tool and its route cannot disagree; as it starts it asks the API for the limits its tools'
 descriptions quote (GET /api/message_limits). It keeps one HTTP client (one connection, kept
@@ -11,10 +12,12 @@ the API's sentence.
 
 Environment:
     RELAYBAY_URL            relaybay's address (default http://127.0.0.1:8000)
-    RELAYBAY_TOKEN          the API token (`python manage.py claude_config --mcp-stdio` writes it in)
+    RELAYBAY_TOKEN          the API token (`python manage.py claude_config --mcp` writes it in)
     RELAYBAY_CAFILE         CA bundle for an https RELAYBAY_URL with a private certificate
+    CLAUDE_CODE_MESSAGING_TOKEN  set by Claude Code: its digest goes with every call as the
+                            process proof, which names the caller's hook session
     CLAUDE_CODE_SESSION_ID  set by Claude Code for the stdio servers it starts: the
-                            hook_session sent when a call gives none
+                            hook_session sent when a call gives none and there is no proof
 
 Run: `python -m mcp_server.stdio` (what claude_config writes), or `python manage.py mcp`.
 """
@@ -27,6 +30,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from core.errors import tool_error_text
 from core.limits import Limits
 from mcp_server.tools import PROVEN, READS, build_server as build_tools
+from relaybay_hook.proof import PROCESS_HEADER, messaging_token, process_proof
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 # Long enough for a busy SQLite writer queue, well under Claude Code's 2-minute tool budget.
@@ -56,15 +60,22 @@ class RelaybayAPI:
                 timeout=self.timeout,
                 trust_env=False,
                 verify=self.verify,
-                headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"},
+                headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json", **self.proof_header()},
             )
         return self._client
+
+    @staticmethod
+    def proof_header():
+        """The proof of the claude process that started this server: relaybay then knows the hook
+        session each call speaks for, also after /clear (relaybay_hook/proof.py)."""
+        token = messaging_token()
+        return {PROCESS_HEADER: process_proof(token)} if token else {}
 
     async def request(self, method, path, *, params=None, body=None):
         if not self.token:
             raise ToolError(
                 "RELAYBAY_TOKEN is not set for the relaybay MCP server. Add it to the server's env "
-                "(`python manage.py claude_config --mcp-stdio` prints a ready entry) and restart the session."
+                "(`python manage.py claude_config --mcp` prints a ready entry) and restart the session."
             )
         try:
             response = await self.client().request(method, path, params=params, json=body)
@@ -116,7 +127,7 @@ class RelaybayAPI:
         if response.status_code == 401:
             raise ToolError(
                 "relaybay refused this MCP server's token. Set RELAYBAY_TOKEN in the server's env to "
-                "relaybay's token (`python manage.py claude_config --mcp-stdio` prints it) and restart the session."
+                "relaybay's token (`python manage.py claude_config --mcp` prints it) and restart the session."
             )
         detail = data.get("detail") if isinstance(data, dict) else None
         if isinstance(detail, str) and detail and (response.is_client_error or response.status_code == 503):
@@ -135,7 +146,8 @@ class StdioBackend:
         self.hook_session = (hook_session or "").strip() or None
 
     async def call(self, operation, fields, ctx):
-        if operation in PROVEN and not (fields.get("hook_session") or "").strip():
+        if operation in PROVEN and not (fields.get("hook_session") or "").strip() and not RelaybayAPI.proof_header():
+            # Without a proof (native messaging off), the session that started this process.
             if self.hook_session:
                 fields["hook_session"] = self.hook_session
             elif PROVEN[operation]:

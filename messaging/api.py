@@ -15,9 +15,22 @@ router = Router(tags=["messages"])
 ERRORS = {**ERRORS, 403: Error, 404: Error, 409: Error, 429: Error}
 
 
+def proven_hook_session(hook_session, proof):
+    """The hook session a call speaks for: the one it names, else the one whose hooks carry the
+    same process proof as the call (header X-Relaybay-Process, sent by the stdio MCP server and
+    the http one's headersHelper), else none (docs/mcp.md)."""
+    return (hook_session or "").strip() or directory.hook_session_of_process(proof) or hook_session
+
+
+def _proven(request, data):
+    proof = directory.process_proof(request.headers.get(directory.PROCESS_HEADER)) if request is not None else ""
+    data.hook_session = proven_hook_session(data.hook_session, proof)
+    return data.dict()
+
+
 @router.post("/message_send", response={200: SendOut, **ERRORS}, summary="Send a message to another session")
 def message_send(request, data: SendIn):
-    return actions.do_send_message(**data.dict()).answer
+    return actions.do_send_message(**_proven(request, data)).answer
 
 
 @router.post(
@@ -26,7 +39,7 @@ def message_send(request, data: SendIn):
     summary="Send one message to the sessions of a task or the live sessions of a folder",
 )
 def message_broadcast(request, data: BroadcastIn):
-    return actions.do_broadcast_message(**data.dict()).answer
+    return actions.do_broadcast_message(**_proven(request, data)).answer
 
 
 @router.get("/messages_list", response={200: dict, **ERRORS}, summary="List a session's messages, newest first")
@@ -44,13 +57,13 @@ def messages_list(request, query: Query[MessagesListQuery]):
 
 @router.post("/message_ack", response={200: AckOut, **ERRORS}, summary="Mark a message (or all delivered mail) read")
 def message_ack(request, data: AckIn):
-    result = actions.do_ack_messages(**data.dict())
+    result = actions.do_ack_messages(**_proven(request, data))
     return {"session": result.session.handle, "marked": result.marked, "mark": "read" if result.verified else "read (name not verified)"}
 
 
 @router.post("/session_link", response={200: LinkOut, **ERRORS}, summary="Link your hook session to a name")
 def session_link(request, data: LinkIn):
-    result = actions.do_link_session(**data.dict())
+    result = actions.do_link_session(**_proven(request, data))
     link = result.link
     return {
         "session": directory.session_summary(link.session),

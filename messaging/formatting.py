@@ -1,12 +1,10 @@
 """Reads and formatting for messages: normalising and quoting bodies, frames, marks."""
 
-import functools
 import json
 import re
 
 from django.utils import timezone
 
-from core.compiled import Compiled
 from sessions_app.hooks.claude_native import RELAYBAY_MESSAGE
 from sessions_app.directory import NOT_DELIVERABLE, ON_ITS_WAY, arrival, attach_tasks
 
@@ -115,10 +113,11 @@ def _addressing(message):
         "id": message.pk,
         "handle": f"M-{message.pk}",
         "channel": message.channel,
-        "from": message.sender_name,
+        "from": message.sender_label,
         "from_handle": f"S-{message.sender_id}" if message.sender_id else None,
-        "to": message.recipient_name,
+        "to": message.recipient_label,
         "to_handle": f"S-{message.recipient_id}" if message.recipient_id else None,
+        "names_when_sent": {"from": message.sender_name, "to": message.recipient_name},
     }
 
 
@@ -163,32 +162,27 @@ def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
     task_id = task.pk if task is not None else None
     if box == "all":
         # Each side walks its own index; one OR of the two would walk every id downwards.
-        sides = {m.pk: m for side in ("inbox", "sent") for m in _page(side, unread_only, task is not None, limit)(row.pk, task_id or 0)}
+        sides = {m.pk: m for side in ("inbox", "sent") for m in _page(row.pk, side, unread_only, task_id, limit)}
         found = sorted(sides.values(), key=lambda m: -m.pk)[:limit]
     else:
-        found = _page(box, unread_only, task is not None, limit)(row.pk, task_id or 0)
+        found = list(_page(row.pk, box, unread_only, task_id, limit))
     attach_tasks(found)
     _attach_recipients(found, known=row)
     return found
 
 
-@functools.cache
-def _page(box, unread_only, by_task, limit):
-    """The inbox or sent page of one shape, compiled once (core/compiled.py): every
-    messages_list call asks for one, and building it cost more than answering it."""
+def _page(row_id, box, unread_only, task_id, limit):
+    """The newest `limit` messages of the row's inbox or sent box (of a task, if `task_id`)."""
     from .models import SessionMessage
 
-    def page(row_id, task_id):
-        whose = {"recipient_id": row_id} if box == "inbox" else {"sender_id": row_id}
-        messages = SessionMessage.objects.filter(**whose)
-        if unread_only:
-            # Native messages have no read mark: Claude Code delivers them, relaybay watches.
-            messages = messages.filter(read_at=None, channel=SessionMessage.Channel.MCP)
-        if by_task:
-            messages = messages.filter(task_id=task_id)
-        return messages.order_by("-id")[:limit]
-
-    return Compiled(page, kinds=(int, int))
+    whose = {"recipient_id": row_id} if box == "inbox" else {"sender_id": row_id}
+    messages = SessionMessage.objects.filter(**whose)
+    if unread_only:
+        # Native messages have no read mark: Claude Code delivers them, relaybay watches.
+        messages = messages.filter(read_at=None, channel=SessionMessage.Channel.MCP)
+    if task_id is not None:
+        messages = messages.filter(task_id=task_id)
+    return messages.select_related("sender", "recipient").order_by("-id")[:limit]
 
 
 def _attach_recipients(messages, *, known):

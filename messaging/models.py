@@ -113,3 +113,13 @@ class SessionMessage(models.Model):
     @property
     def handle(self):
         return f"M-{self.pk}"
+
+    # One current name everywhere (docs/rules.md §1.5): a message shows its sessions by the names
+    # they go by now; the names they had when it was sent stay in sender_name and recipient_name.
+    @property
+    def sender_label(self):
+        return self.sender.public_name if self.sender_id else self.sender_name
+
+    @property
+    def recipient_label(self):
+        return self.recipient.public_name if self.recipient_id else self.recipient_name

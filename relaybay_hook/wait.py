@@ -8,12 +8,14 @@ import json
 import sys
 import time
 
-from relaybay_hook import env
+from relaybay_hook import env, proof
 from relaybay_hook.conn import Unreachable, http_request
 
 WAIT_PATH = '/api/hooks/wait'
 WAIT_POLL_MAX = 50     # seconds per long poll
 MIN_POLL_INTERVAL = 1.0  # never re-poll faster than this (guards a server that answers at once)
+DEFAULT_WAIT = 8 * 3600  # an idle session stays wakeable this long (RELAYBAY_WAIT, claude_config --wait)
+RECONNECT_MAX = 5.0    # while relaybay is down or restarting, try again at least this often
 
 
 def _quote(value):
@@ -36,19 +38,28 @@ def wait_mode():
     session_id = obj.get('session_id') if isinstance(obj, dict) else None
     if not session_id or not isinstance(session_id, str):
         return 0
-    deadline = time.monotonic() + env.float_env('RELAYBAY_WAIT', 600)
+    deadline = time.monotonic() + env.float_env('RELAYBAY_WAIT', DEFAULT_WAIT)
+    retry = MIN_POLL_INTERVAL
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return 0
         poll = min(WAIT_POLL_MAX, int(remaining) + (remaining % 1 > 0))  # ceil, >= 1
-        path = '%s?session_id=%s&timeout=%d' % (WAIT_PATH, _quote(session_id), poll)
+        last = '&last=1' if poll >= remaining else ''
+        path = '%s?session_id=%s&timeout=%d%s' % (WAIT_PATH, _quote(session_id), poll, last)
         started = time.monotonic()
         try:
-            status, body = http_request('GET', path, None, (), poll + 10)
+            status, body = http_request('GET', path, None, proof.hook_headers(), poll + 10)
         except Unreachable:
-            return 0
-        if status is None or not 200 <= status < 300 or not body:
+            status, body = None, b''
+        if status is None or status >= 500:
+            # relaybay is down, restarting or without its channel layer: wait for it to come
+            # back, within the bound, so the session stays wakeable across a restart.
+            time.sleep(min(retry, max(deadline - time.monotonic(), 0)))
+            retry = min(retry * 2, RECONNECT_MAX)
+            continue
+        retry = MIN_POLL_INTERVAL
+        if not 200 <= status < 300 or not body:
             return 0
         try:
             answer = json.loads(body.decode('utf-8'))

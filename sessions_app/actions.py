@@ -7,12 +7,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.compiled import compiled
 from core.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
 from core.pings import ping, send_to_group
 from core.inputs import clean_text, is_identifier_text, parse_id
 
-from . import directory
+from . import directory, identity
 from .feed import record_event, wake_session
 from .models import Comment, HookLink, RefusedHooks, Session, Task, fold_name
 
@@ -49,18 +48,23 @@ def resolve_one(name, *, what="session"):
 
 
 def named_row(name, hook_session=None, *, kind):
-    """The row a write names, made when no row goes by the name. A hook row that was only
-    guessed for this hook id simply takes the name. Call inside a transaction."""
+    """The row a write names, made when no row goes by the name. The hook row of a running
+    session naming itself by a name no row goes by takes that name (docs/rules.md §1.5).
+    Call inside a transaction."""
     # Two first writes under one new name, on two processes, must not make two rows.
     directory.serialize_on("name", fold_name(name))
     row = _going_by(name)
     if row is not None:
         return row, False
     link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first() if hook_session else None
-    if link and link.session.kind == Session.Kind.HOOK and not link.exact and not link.session.title:
+    if link and link.session.kind == Session.Kind.HOOK and link.live:
+        # A running session naming itself anew: names are labels, its row takes this one.
         row = link.session
+        was = row.title
         row.title = name
         row.save(update_fields=["title"])
+        record_event("session.renamed", session=row, hook_session=hook_session, data={"session": row.handle, "name": name, "was": was})
+        ping("sessions")
         return row, False
     folder = link.cwd if link else ""
     return Session.objects.create(kind=kind, title=name, folder=folder), True
@@ -82,9 +86,18 @@ def link_hook_session(row, hook_session):
     Returns LinkResult(link=None) when the hook id was never seen (nothing moves). Raises
     Refused, writing nothing, when another row's live exact link holds the id.
     """
-    link = _link_to_move.first(hook_session)
+    # Locked until commit (PostgreSQL) while this decides; its row is loaded only if it moves.
+    link = HookLink.objects.select_for_update().filter(hook_session=hook_session).first()
     if link is None:
         return LinkResult(None, moved=False)
+    if not (link.session_id == row.pk and link.exact):
+        holder = identity.running_holder(row, link.process_proof, timezone.now(), besides=link)
+        if holder is not None:
+            raise Refused(
+                f'"{row.public_name}" ({row.handle}) is in use by another running Claude Code session; '
+                "its link stays. Go by another name, or end that session first.",
+                code=ErrorCode.NAME_IN_USE,
+            )
     if link.session_id == row.pk:
         moved = not link.exact
         if moved:
@@ -133,14 +146,6 @@ def link_hook_session(row, hook_session):
     return LinkResult(link, moved=moved)
 
 
-@compiled
-def _link_to_move(hook_session: str):
-    """The hook id's link, locked until commit (PostgreSQL) while link_hook_session decides.
-    Every verified call that names its sender asks it: compiled once (core/compiled.py);
-    its row is loaded only when the link moves."""
-    return HookLink.objects.select_for_update().filter(hook_session=hook_session)
-
-
 def _hand_over(old, new):
     """A guessed hook row merged into the row that claimed its link hands everything over:
     whatever points at the old row (its comments, events, links, and the messages of
@@ -154,6 +159,93 @@ def _hand_over(old, new):
         new.save(update_fields=["task"])
     record_event("session.merged", session=new, data={"from": old.handle, "into": new.handle})
     old.delete()
+
+
+def _row_for_name(base, *, cwd, process, now, explicit):
+    """The row a starting session goes by (docs/rules.md §1.5): the first of `base`, `base-2`,
+    `base-3`, … that no row goes by (a new row), or whose one row is this session's to take
+    back: named so explicitly (RELAYBAY_SESSION, the base name only) or a hook row of the same
+    folder, with no other running process holding it. Returns (row, held), `held` the row
+    that kept the base name from this session, if one did."""
+    held = None
+    for number in range(1, 1000):
+        suffix = "" if number == 1 else f"-{number}"
+        name = base[: identity.TITLE_MAX - len(suffix)] + suffix
+        serialize_on_name = fold_name(name)
+        directory.serialize_on("name", serialize_on_name)
+        rows = directory.find_sessions(name)
+        if not rows:
+            return Session.objects.create(kind=Session.Kind.HOOK, title=name, folder=cwd, last_seen_at=now), held
+        if len(rows) == 1:
+            row = rows[0]
+            ours = (explicit and number == 1) or (row.kind == Session.Kind.HOOK and row.folder == cwd and fold_name(row.title) == serialize_on_name)
+            if ours and identity.running_holder(row, process, now) is None:
+                return row, held
+        if number == 1:
+            held = rows[0]
+    raise Refused(f'Every name from "{base}" to "{base}-999" is taken.', code=ErrorCode.NAME_IN_USE)
+
+
+def _own_link(hook_session, row, payload, process, now):
+    """A new hook id's link, proven by `process`: the one proof speaks for this id from now on."""
+    if process:
+        HookLink.objects.filter(process_proof=process).update(process_proof="")
+    return HookLink.objects.create(
+        hook_session=hook_session,
+        session=row,
+        exact=False,
+        process_proof=process,
+        cwd=payload.get("cwd") or "",
+        transcript_path=payload.get("transcript_path") or "",
+        last_event_at=now,
+    )
+
+
+def link_started_session(*, hook_session, link, payload, process, now):
+    """Who a Claude Code session is (docs/rules.md §1.5), for a hook id seen for the first time
+    (`link` None) or a SessionStart carrying RELAYBAY_SESSION. Returns (link, note): the link,
+    exact unless relaybay only matched a desktop row by folder, and a sentence for the
+    session when it could not have the name it asked for. Call inside a transaction."""
+    cwd = payload.get("cwd") or ""
+    asked = payload.get("relaybay_session") if payload.get("hook_event_name") == "SessionStart" else None
+    note = ""
+    if asked:
+        try:
+            asked = directory.check_name(asked, what="RELAYBAY_SESSION name")
+        except InvalidInput as error:
+            note, asked = f"RELAYBAY_SESSION was not used: {error.message}", None
+    if link is not None and not asked:
+        return link, note
+    if link is None and not asked:
+        same_process = directory.link_of(directory.hook_session_of_process(process), with_session=True) if process else None
+        if same_process is not None:
+            # /clear and the like: the same process under a new id keeps its row; its old id ends.
+            HookLink.objects.filter(pk=same_process.pk).update(state=HookLink.State.ENDED, waiter="", waiter_polled_at=None)
+            link = _own_link(hook_session, same_process.session, payload, process, now)
+            return link_hook_session(same_process.session, hook_session).link, note
+        desktop = list(Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2]) if cwd else []
+        if len(desktop) == 1:
+            link = _own_link(hook_session, desktop[0], payload, process, now)
+            record_event("link.guessed", session=desktop[0], hook_session=hook_session, data={"session": desktop[0].handle, "folder": cwd})
+            link.session = desktop[0]
+            return link, note
+    native = payload.get("relaybay_native") if isinstance(payload.get("relaybay_native"), dict) else {}
+    native_name = (native.get("session") or {}).get("name") if isinstance(native.get("session"), dict) else ""
+    base = asked or identity.default_name(cwd, native_name if isinstance(native_name, str) else "")
+    row, held = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked))
+    if held is not None and asked:
+        note = (
+            f'relaybay: "{asked}" is in use by another running Claude Code session, so this session goes by '
+            f'"{row.public_name}" ({row.handle}). Rename it on the board, or end the other session and start again.'
+        )
+        record_event("session.name_in_use", session=row, hook_session=hook_session, data={"asked": asked, "held_by": held.handle, "given": row.public_name})
+    if link is None:
+        link = _own_link(hook_session, row, payload, process, now)
+    try:
+        with transaction.atomic():
+            return link_hook_session(row, hook_session).link, note
+    except Refused as error:
+        return link, f"RELAYBAY_SESSION was not used: {error.message}"
 
 
 @dataclass

@@ -98,12 +98,14 @@ def post_hook(request):
     summary="Wake-up long poll for an idle session",
     description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
     "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "
-    "or the session ended.",
+    "or the session ended. `last=true` on the hook's final poll (its bound reached): when it times out, "
+    "the session is no longer reported as being woken.",
 )
-async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 50):
+async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 50, last: bool = False):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
     waiter = uuid.uuid4().hex
-    if not await db_threads.run(delivery.register_waiter, session_id, waiter):
+    process = directory.process_proof(request.headers.get(directory.PROCESS_HEADER))
+    if not await db_threads.run(delivery.register_waiter, session_id, waiter, process):
         return {"status": delivery.WAKE_REPLACED}
     layer = get_channel_layer()
     channel = await layer.new_channel()
@@ -130,7 +132,10 @@ async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 5
                     return {"status": "delivered", "text": outcome}
             remaining = deadline - loop.time()
             if remaining <= 0:
-                # The loop above made one last check, for a write no wake reached.
+                # The loop above made one last check, for a write no wake reached. The hook's
+                # last poll (its bound reached) leaves nobody waiting: senders are told so.
+                if last:
+                    await db_threads.run(delivery.forget_waiter, session_id, waiter)
                 return {"status": "timeout"}
             try:
                 message = await asyncio.wait_for(layer.receive(channel), remaining)

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from messaging.models import Dispatch, SessionMessage
 from sessions_app.actions import do_update_session, do_write_comment
+from sessions_app.identity import HEARD_FROM_RECENTLY
 from sessions_app.models import Comment, Event, HookLink, Session
 
 COUNTED = (Session, HookLink, SessionMessage, Dispatch, Event, Comment)
@@ -56,11 +57,26 @@ class Relaybay:
             self.prompt(hook_session)
         return link(hook_session).session
 
-    def guessed(self, hook_session, *, cwd=None):
-        """A terminal session nobody named: a guessed link (to a new hook row, or to the only
-        free desktop row in its folder)."""
+    def unnamed(self, hook_session, *, cwd=None):
+        """A terminal session started without RELAYBAY_SESSION: an exact link to a hook row of
+        its own, named after its folder (docs/rules.md §1.5)."""
         self.start(hook_session, cwd=cwd)
+        assert link(hook_session).exact
         return link(hook_session).session
+
+    def guessed(self, hook_session, *, cwd):
+        """A terminal session nobody named, started in the folder of the only desktop row there
+        without a live link: a guessed link to that row (docs/rules.md §1.2)."""
+        self.start(hook_session, cwd=cwd)
+        assert not link(hook_session).exact
+        return link(hook_session).session
+
+    def exited(self, hook_session):
+        """The Claude Code process behind a live link is gone without a SessionEnd (a crash, a
+        restart): relaybay last heard from it longer ago than identity.HEARD_FROM_RECENTLY, and
+        it reported no messaging socket."""
+        long_ago = timezone.now() - HEARD_FROM_RECENTLY - timedelta(minutes=1)
+        HookLink.objects.filter(hook_session=hook_session).update(last_event_at=long_ago, waiter_polled_at=None)
 
     def desktop(self, desktop_id, title=None, *, aliases=None, folder=None):
         data = {"desktop_id": desktop_id, "folder": folder or f"/desk/{desktop_id}"}

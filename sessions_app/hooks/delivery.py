@@ -11,20 +11,18 @@ several hooks of one session run at once each item goes to exactly one of them, 
 and PostgreSQL alike, whichever process serves the hook.
 """
 
-import functools
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db import transaction
+from django.db.models import Exists, F, Q
 from django.utils import timezone
 
-from core.compiled import Statement
 from core.pings import ping
 
-from .. import directory
+from .. import directory, identity
 from ..feed import record_event
-from ..models import Comment, HookLink
+from ..models import Comment, HookLink, Session
 
 BUDGET = 8000
 STOP_BLOCKS_PER_TURN = 3
@@ -136,27 +134,14 @@ def answer_size(kind, item, block):
     return len(Delivery([(kind, item, block)]).text())
 
 
-@functools.cache
-def _pending_sql(registered, vendor):
-    """One statement asking each kind whether anything waits, compiled from the kinds' own
-    `waiting` querysets (core/compiled.py): the same definition as the ORM's, with the
-    session id its only parameter. Returns the SQL and how many times it takes the id."""
-    parts = [f"EXISTS({Statement(lambda session_id: kind.waiting(session_id).order_by().values('pk')[:1], (int,)).sql})" for kind in registered]
-    sql = "SELECT " + ", ".join(parts)
-    return sql, sql.count("%s")
-
-
 def pending(session_id):
     """The kinds that have something pending for the session (empty when nothing waits).
-    Every hook asks, and mostly hears no, so it is one statement, compiled once from the
-    kinds' `waiting` querysets because building it with the ORM each time costs more than
-    the database takes to answer it."""
+    Every hook asks, and mostly hears no, so it is one statement: an EXISTS of each kind's
+    `waiting` queryset, read beside the session's row (the link asking has one)."""
     registered = kinds()
-    sql, uses = _pending_sql(registered, connection.vendor)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [session_id] * uses)
-        found = cursor.fetchone()
-    return tuple(kind for kind, waits in zip(registered, found) if waits)
+    asks = Session.objects.filter(pk=session_id).values_list(*[Exists(kind.waiting(session_id)) for kind in registered])
+    found = asks.first()
+    return tuple(kind for kind, waits in zip(registered, found or ()) if waits)
 
 
 def claim_pending(link, carrier, looking=None):
@@ -233,11 +218,18 @@ def claim_for_waiter(hook_session, waiter):
         return delivery.text()
 
 
-def register_waiter(hook_session, waiter):
-    """Make `waiter` the session's current waiter; False when the hook id is unknown."""
-    return HookLink.objects.filter(hook_session=hook_session).update(waiter=waiter) == 1
+def register_waiter(hook_session, waiter, process=""):
+    """Make `waiter` the session's current waiter; False when the hook id is unknown, or when
+    the waiter carries another running process's proof than the link's (it would take that
+    session's mail: docs/rules.md §1.5)."""
+    now = timezone.now()
+    link = directory.link_of(hook_session)
+    if link is None or not identity.speaks_for(link, process, now):
+        return False
+    return HookLink.objects.filter(pk=link.pk).update(waiter=waiter, waiter_polled_at=now) == 1
 
 
 def forget_waiter(hook_session, waiter):
-    """`waiter` gave up without waiting: unregister it, unless a newer one took over."""
-    HookLink.objects.filter(hook_session=hook_session, waiter=waiter).update(waiter="")
+    """`waiter` stops waiting (it could not, or its hook's bound is reached): unregister it,
+    unless a newer one took over, so nobody is told the session is being woken."""
+    HookLink.objects.filter(hook_session=hook_session, waiter=waiter).update(waiter="", waiter_polled_at=None)

@@ -8,18 +8,22 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.errors import Ambiguous, InvalidInput, Refused
+from core.errors import InvalidInput
 from core.pings import ping, wake_waiters
 from core.inputs import check_identifier, clean_json, clean_text
 
-from .. import directory
-from ..actions import link_hook_session, named_row
+from .. import directory, identity
+from ..actions import do_update_session, link_started_session
 from ..feed import record_event
 from ..models import Event, HookLink, Session, fold_name
 from . import claude_native, delivery
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
 NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session", "relaybay_native"}
+FOREIGN_PROCESS = (
+    "relaybay: this hook names a Claude Code session that another running process proves; "
+    "relaybay leaves that session alone and delivers nothing here."
+)
 # "Last seen" times are written at most this often: most hooks of a busy turn then write
 # only their event row.
 SEEN_RESOLUTION = timedelta(seconds=5)
@@ -89,29 +93,6 @@ def stored_fields(payload):
     return data
 
 
-def _link_fields(payload, now):
-    return {"cwd": payload.get("cwd") or "", "transcript_path": payload.get("transcript_path") or "", "last_event_at": now}
-
-
-def _first_link(hook_session, payload, now):
-    """A hook id seen for the first time, with no name: a guessed link, to the only free
-    desktop row in its folder, else to a new row of kind hook (docs/rules.md §1.2)."""
-    cwd = payload.get("cwd") or ""
-    row = None
-    if cwd:
-        free = list(
-            Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2]
-        )
-        if len(free) == 1:
-            row = free[0]
-    if row is None:
-        row = Session.objects.create(kind=Session.Kind.HOOK, folder=cwd, last_seen_at=now)
-    link = HookLink.objects.create(hook_session=hook_session, session=row, exact=False, **_link_fields(payload, now))
-    record_event("link.guessed", session=row, hook_session=hook_session, data={"session": row.handle, "folder": cwd})
-    link.session = row
-    return link
-
-
 def _next_state(link, event_name):
     State = HookLink.State
     if event_name == "SessionStart":
@@ -151,11 +132,26 @@ def _native_names(link, payload):
                 data={"name": name, "was": link.native_name},
             )
             ping("sessions")
+            _follow_rename(link, name)
     if isinstance(socket, str) and 0 < len(socket) <= 500 and claude_native.socket_path(socket) != link.native_socket:
         updates["native_socket"] = claude_native.socket_path(socket)
     for field, value in updates.items():
         setattr(link, field, value)
     return updates
+
+
+def _follow_rename(link, native_name):
+    """A native name the person gave (/rename, --name) becomes the session's name
+    (docs/rules.md §1.5), unless another row goes by it already."""
+    if identity.generated_native_name(native_name, link.cwd):
+        return
+    row = Session.objects.get(pk=link.session_id)
+    if row.kind != Session.Kind.HOOK or fold_name(row.title) == fold_name(native_name):
+        return
+    if any(other.pk != row.pk for other in directory.find_sessions(native_name)):
+        record_event("session.rename_refused", session=row, hook_session=link.hook_session, data={"name": native_name, "reason": "in use"})
+        return
+    do_update_session(session=row, title=native_name)
 
 
 # An interactive session woken by an asyncRewake hook starts its turn with a UserPromptSubmit
@@ -178,6 +174,7 @@ def _apply_event(link, event_name, payload, now, process):
     updates = {}
     if process and process != link.process_proof:
         # One proof speaks for one hook id: the process's newest (after /clear or /resume).
+        # ingest_hook has checked that this process may speak for the link.
         HookLink.objects.filter(process_proof=process).exclude(pk=link.pk).update(process_proof="")
         updates["process_proof"] = link.process_proof = process
     state = _next_state(link, event_name)
@@ -205,27 +202,6 @@ def _apply_event(link, event_name, payload, now, process):
         ping("sessions")
 
 
-def _name_from_terminal(hook_session, link, name, payload, now):
-    """SessionStart carried RELAYBAY_SESSION: the user named this terminal session.
-
-    A hook id seen for the first time (`link` is None) is linked to its named row at once:
-    no guessed row is made and merged a moment later, so handles do not jump and the normal
-    path records no merge. Returns (link, note); the link is None when a new hook id's name
-    could not be used, and the note says why, for the SessionStart answer."""
-    try:
-        with transaction.atomic():
-            name = directory.check_name(name, what="RELAYBAY_SESSION name")
-            row, _ = named_row(name, hook_session, kind=Session.Kind.HOOK)
-            if link is None:
-                # Made guessed, so that link_hook_session applies the one rule for making a
-                # link exact (older live links of the row end, the folder is kept, link.exact).
-                HookLink.objects.create(hook_session=hook_session, session=row, exact=False, **_link_fields(payload, now))
-            result = link_hook_session(row, hook_session)
-        return result.link, ""
-    except (InvalidInput, Ambiguous, Refused) as error:
-        return link, f"RELAYBAY_SESSION was not used: {error.message}"
-
-
 def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
     """Record one hook event and return the answer JSON for Claude Code. `process` is the
     proof of the Claude Code process that ran the hook (directory.process_proof), when it sent one."""
@@ -240,12 +216,18 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
             directory.serialize_on("hook", hook_session)
             link = directory.link_of(hook_session)
         note = ""
-        if event_name == "SessionStart" and payload.get("relaybay_session"):
-            # Named before the event revives the link: a resumed id whose exact link has
-            # ended may be taken by the name it starts under now (docs/rules.md §1.3).
-            link, note = _name_from_terminal(hook_session, link, payload["relaybay_session"], payload, now)
-        if link is None:
-            link = _first_link(hook_session, payload, now)
+        if link is None or (event_name == "SessionStart" and payload.get("relaybay_session")):
+            link, note = link_started_session(hook_session=hook_session, link=link, payload=payload, process="" if replay else process, now=now)
+        elif not replay and not identity.speaks_for(link, process, now):
+            # The hook names a session another running process proves (docs/rules.md §1.5):
+            # recorded for the owner, and nothing of that session changes or is handed over.
+            record_event(
+                f"hook.{event_name}",
+                session_id=link.session_id,
+                hook_session=hook_session,
+                data={**stored_fields(payload), "relaybay_refused": "another running process's session"},
+            )
+            return {"systemMessage": FOREIGN_PROCESS} if event_name == "SessionStart" else {}
         # A replayed event may be long past; only a live one says which id the process has now.
         _apply_event(link, event_name, payload, now, "" if replay else process)
         record_event(
@@ -264,7 +246,9 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
             return {}
         if event_name == "SessionStart":
             text = directory.identity_text(link) + (f"\n{note}" if note else "")
-            return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+            answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+            # The person sees why the session does not go by the name it asked for.
+            return {**answer, "systemMessage": note} if note else answer
         if not link.carries_deliveries:
             return {}
         if event_name in DELIVERING_EVENTS:

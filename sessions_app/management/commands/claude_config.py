@@ -11,6 +11,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from relaybay_hook.wait import DEFAULT_WAIT
+
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
 MCP_HEADERS_HELPER = Path(settings.BASE_DIR) / "bin" / "relaybay-mcp-headers"
 # Notification: a recipient's terminal asking its user to approve a native message (docs/rules.md §4.9).
@@ -22,7 +24,6 @@ MATCHERS = {"PreToolUse": "*", "PostToolUse": "*", "SessionStart": "", "SessionE
 # only guards against a stuck interpreter.
 COMMAND_TIMEOUT = 30
 HTTP_TIMEOUT = 10
-DEFAULT_WAIT = 600
 # The wake-up client stops on its own after --wait seconds; Claude Code's limit sits above it.
 WAIT_MARGIN = 30
 
@@ -109,13 +110,15 @@ def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, wa
     return {"env": {"RELAYBAY_HOOK": launcher, "RELAYBAY_HOOK_CONFIG": str(config)}, "hooks": hooks}
 
 
-def mcp_config(*, url, token, stdio=False, python=None):
-    """The `--mcp-config` object for relaybay's MCP server.
+def mcp_config(*, url, token, stdio=True, python=None):
+    """The `--mcp-config` object for relaybay's MCP server (docs/mcp.md).
 
-    By default relaybay's own http server at /mcp: no process per session. Its headersHelper
-    sends the proof of the claude process (a digest of its messaging token), which tells
-    relaybay the session calling. With `stdio`, a server process per session, started with the
-    session's CLAUDE_CODE_SESSION_ID; it runs without Django (PYTHONPATH finds mcp_server).
+    By default the stdio server: a process per session, without Django (PYTHONPATH finds
+    mcp_server), a client of the JSON API that sends the proof of its claude process with
+    every call. It outlives a relaybay restart: Claude Code drops an http MCP server that went
+    away and offers its tools again only after /mcp → Reconnect. Without `stdio`, relaybay's
+    own http server at /mcp (no process per session), whose headersHelper sends the proof once
+    per connection.
     """
     if stdio:
         return {
@@ -183,9 +186,9 @@ class Command(BaseCommand):
         "their Authorization header; SessionStart and the wake-up stay command hooks, as Claude Code "
         "requires. The same file also holds the `mcpServers` entry for relaybay's MCP server: Claude Code "
         "reads hooks from `--settings FILE` and MCP servers from `--mcp-config FILE`, so pass the one file "
-        "to both. The MCP server is relaybay's own, over http at /mcp, with a headersHelper that proves which "
-        "claude process calls (no process per session); --mcp-stdio connects the stdio server instead (one "
-        "process per session, proven by the session id it is started with). With --mcp: only the MCP "
+        "to both. The MCP server is the stdio server, a process per session that proves which claude process "
+        "calls and reaches relaybay again by itself after a restart; --mcp-http connects relaybay's own http "
+        "server at /mcp instead (no process per session). With --mcp: only the MCP "
         "server's entry (and the `claude mcp add-json` line on stderr). "
         "The output holds the relaybay token: keep the file private."
     )
@@ -197,9 +200,11 @@ class Command(BaseCommand):
         parser.add_argument("--http", action="store_true", help="Use http hooks where Claude Code allows them.")
         parser.add_argument("--mcp", action="store_true", help="Print the --mcp-config JSON for the MCP server alone.")
         parser.add_argument(
-            "--mcp-stdio",
+            "--mcp-http",
             action="store_true",
-            help="Connect the stdio MCP server (a process per session) instead of relaybay's http server at /mcp.",
+            help="Connect relaybay's http MCP server at /mcp (no process per session; after a relaybay restart each "
+            "running session needs /mcp → Reconnect) instead of the stdio server (a process per session, which "
+            "reaches relaybay again by itself).",
         )
         parser.add_argument(
             "--session",
@@ -239,8 +244,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         url = (options["url"] or settings.RELAYBAY_URL).rstrip("/")
         token = settings.RELAYBAY_TOKEN
-        python = None if options["mcp_stdio"] else hook_python()
-        mcp = mcp_config(url=url, token=token, stdio=options["mcp_stdio"], python=python)
+        python = hook_python() if options["mcp_http"] else None
+        mcp = mcp_config(url=url, token=token, stdio=not options["mcp_http"], python=python)
         if options["mcp"]:
             config = mcp
             self.stderr.write(

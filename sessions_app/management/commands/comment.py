@@ -2,7 +2,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core import pings
 from core.errors import RelaybayError
+from sessions_app import directory
 from sessions_app.actions import do_write_comment, resolve_one
+from sessions_app.directory import Arrival
 
 
 class Command(BaseCommand):
@@ -27,10 +29,10 @@ class Command(BaseCommand):
             result = do_write_comment(session=session, body=" ".join(options["text"]), send=send)
         except RelaybayError as error:
             raise CommandError(error.message)
-        self.stdout.write(
-            f"Comment C-{result.comment.pk} written to {session.handle} ({session.name}); "
-            "it is delivered at the session's next hook."
-        )
+        when = directory.comment_arrival(session)
+        if failures and directory.arrival(session) in (Arrival.WAKING, Arrival.CAPPED):
+            when = "its wake-up hook could not be told, so it sees this at its next prompt."
+        self.stdout.write(f"Comment C-{result.comment.pk} written to {session.handle} ({session.name}): {when}")
         if failures:
             self.stderr.write(
                 f"The live update and wake-up failed ({failures[0]}): open boards show the comment when "

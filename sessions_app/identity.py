@@ -1,0 +1,91 @@
+"""Who a hook or a call is (docs/rules.md §1.5): the Claude Code process behind a link, whether
+it still runs, and the name a session started without one goes by.
+
+A session's identity is its Claude Code process, proven by the digest of the process's
+messaging token that its hooks and MCP calls carry (`HookLink.process_proof`); names are
+labels that a running session holds and a restarted one takes back."""
+
+import os
+import re
+from datetime import timedelta
+
+from django.conf import settings
+
+from .models import Session
+
+# A live link whose process relaybay cannot see (no messaging socket reported: native messaging
+# off, or relaybay on another machine) counts as running while it was heard from this recently:
+# a hook, or its wake-up hook's poll (every 50 s while it waits).
+HEARD_FROM_RECENTLY = timedelta(minutes=10)
+# A waiter's next poll follows its last one within a second; this covers a slow machine.
+WAITER_POLL_GRACE = timedelta(seconds=15)
+TITLE_MAX = Session._meta.get_field("title").max_length
+
+
+def _socket_pid(socket):
+    """The pid in Claude Code's messaging socket path (`…/cc-socks/<pid>.sock`), or None."""
+    match = re.search(r"/([0-9]{1,10})\.sock$", socket or "")
+    return int(match.group(1)) if match else None
+
+
+def process_running(link, now):
+    """Whether the Claude Code process behind a live link still runs.
+
+    relaybay runs beside the sessions it serves: the process is the one whose messaging socket
+    the link's hooks reported (`…/<pid>.sock`), running while that pid lives and the socket is
+    there. Without a socket, a link heard from within HEARD_FROM_RECENTLY counts as running."""
+    if not link.live:
+        return False
+    pid = _socket_pid(link.native_socket)
+    if pid is not None:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass  # another user's process: it runs
+        return os.path.exists(link.native_socket)
+    heard = [moment for moment in (link.last_event_at, link.waiter_polled_at) if moment]
+    return bool(heard) and now - max(heard) < HEARD_FROM_RECENTLY
+
+
+def speaks_for(link, process, now):
+    """Whether a hook or call carrying `process` (a proof, or '' for none) may speak for `link`:
+    the link's own process, a link no process has proven, or one whose process has exited (a
+    restart, /resume). A running process's link never passes to another process's proof."""
+    return not link.process_proof or link.process_proof == process or not process_running(link, now)
+
+
+def running_holder(row, process, now, *, besides=None):
+    """The row's live exact link held by another running Claude Code process than `process`,
+    or None: what keeps a name from being taken."""
+    for link in row.links.live().filter(exact=True):
+        if link.pk != getattr(besides, "pk", None) and (not process or link.process_proof != process) and process_running(link, now):
+            return link
+    return None
+
+
+def folder_name(cwd):
+    return os.path.basename((cwd or "").rstrip("/")) or "session"
+
+
+def generated_native_name(native_name, cwd):
+    """Whether a native name is the one Claude Code makes up (`<folder>-<hex>`), not one the
+    person gave with --name or /rename."""
+    return bool(re.fullmatch(re.escape(folder_name(cwd)) + r"-[0-9a-f]+", native_name or "", flags=re.IGNORECASE))
+
+
+def default_name(cwd, native_name=""):
+    """The name a session started without RELAYBAY_SESSION goes by: the native name the person
+    gave it, else its folder's name."""
+    if native_name and native_name.strip() and not generated_native_name(native_name, cwd):
+        return native_name.strip()[:TITLE_MAX]
+    return folder_name(cwd)[:TITLE_MAX]
+
+
+def waiter_connected(link, now):
+    """Whether the link's wake-up hook waits right now: one registered, and its last long poll
+    began recently enough to be held still (RELAYBAY_MAX_WAIT) or to be followed by the next."""
+    if not link.waiter or link.waiter_polled_at is None:
+        return False
+    return now - link.waiter_polled_at <= timedelta(seconds=settings.RELAYBAY_MAX_WAIT) + WAITER_POLL_GRACE
