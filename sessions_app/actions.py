@@ -232,20 +232,24 @@ def link_started_session(*, hook_session, link, payload, process, now):
     native = payload.get("relaybay_native") if isinstance(payload.get("relaybay_native"), dict) else {}
     native_name = (native.get("session") or {}).get("name") if isinstance(native.get("session"), dict) else ""
     base = asked or identity.default_name(cwd, native_name if isinstance(native_name, str) else "")
-    row, held = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked))
-    if held is not None and asked:
-        note = (
-            f'relaybay: "{asked}" is in use by another running Claude Code session, so this session goes by '
-            f'"{row.public_name}" ({row.handle}). Rename it on the board, or end the other session and start again.'
-        )
-        record_event("session.name_in_use", session=row, hook_session=hook_session, data={"asked": asked, "held_by": held.handle, "given": row.public_name})
-    if link is None:
-        link = _own_link(hook_session, row, payload, process, now)
+    existing = link
     try:
+        # One savepoint: a refused move leaves no row made for the name behind.
         with transaction.atomic():
+            row, held = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked))
+            if held is not None and asked:
+                note = (
+                    f'relaybay: "{asked}" is in use by another running Claude Code session, so this session goes by '
+                    f'"{row.public_name}" ({row.handle}). Rename it on the board, or end the other session and start again.'
+                )
+                record_event("session.name_in_use", session=row, hook_session=hook_session, data={"asked": asked, "held_by": held.handle, "given": row.public_name})
+            if link is None:
+                link = _own_link(hook_session, row, payload, process, now)
             return link_hook_session(row, hook_session).link, note
     except Refused as error:
-        return link, f"RELAYBAY_SESSION was not used: {error.message}"
+        if existing is None:
+            raise
+        return existing, f"RELAYBAY_SESSION was not used: {error.message}"
 
 
 @dataclass

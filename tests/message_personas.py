@@ -33,6 +33,14 @@ def link(hook_session):
     return HookLink.objects.select_related("session").get(hook_session=hook_session)
 
 
+def process_exited(hook_session):
+    """The Claude Code process behind a live link is gone without a SessionEnd (a crash, a
+    restart): relaybay last heard from it longer ago than identity.HEARD_FROM_RECENTLY, and it
+    reported no messaging socket (docs/rules.md §1.5)."""
+    long_ago = timezone.now() - HEARD_FROM_RECENTLY - timedelta(minutes=1)
+    assert HookLink.objects.filter(hook_session=hook_session).update(last_event_at=long_ago, waiter_polled_at=None) == 1
+
+
 class Relaybay:
     """One test's relaybay, driven like the hook client and the MCP server drive it."""
 
@@ -72,11 +80,7 @@ class Relaybay:
         return link(hook_session).session
 
     def exited(self, hook_session):
-        """The Claude Code process behind a live link is gone without a SessionEnd (a crash, a
-        restart): relaybay last heard from it longer ago than identity.HEARD_FROM_RECENTLY, and
-        it reported no messaging socket."""
-        long_ago = timezone.now() - HEARD_FROM_RECENTLY - timedelta(minutes=1)
-        HookLink.objects.filter(hook_session=hook_session).update(last_event_at=long_ago, waiter_polled_at=None)
+        process_exited(hook_session)
 
     def desktop(self, desktop_id, title=None, *, aliases=None, folder=None):
         data = {"desktop_id": desktop_id, "folder": folder or f"/desk/{desktop_id}"}

@@ -52,8 +52,8 @@ def _ended(rb):
 
 def _desktop_linked_then_ended(rb):
     rb.desktop("desk-b", "bob")
-    rb.guessed("hook-b")
-    rb.session_link(hook_session="hook-b", session="bob")
+    rb.guessed("hook-b", cwd="/desk/desk-b")
+    assert rb.session_link(hook_session="hook-b", session="bob").status_code == 200
     rb.end("hook-b")
 
 
@@ -65,7 +65,7 @@ EXACT_SETUPS = [_live, _ended, _desktop_linked_then_ended]
 @pytest.mark.parametrize("by_id", [True, False])
 def test_an_exactly_linked_row_s_mail_cannot_be_acknowledged_without_its_link_s_id(rb, alice, setup, hook_session, by_id):
     setup(rb)
-    rb.guessed("hook-other")
+    rb.unnamed("hook-other")
     message_id = to_bob(rb)
     before = counts()
     response = rb.ack(session="bob", hook_session=hook_session, **({"message_id": message_id} if by_id else {}))
@@ -93,6 +93,7 @@ def test_an_exactly_linked_row_acknowledges_with_its_link_s_id_live_or_ended_and
 
 def test_an_old_id_left_by_a_restart_does_not_prove_a_row_that_is_live_under_its_new_id(rb, alice):
     rb.live("bob", "hook-b1")
+    rb.exited("hook-b1")
     rb.live("bob", "hook-b2")
     message_id = to_bob(rb)
     before = counts()
@@ -105,6 +106,7 @@ def test_an_old_id_left_by_a_restart_does_not_prove_a_row_that_is_live_under_its
 
 def test_once_every_link_has_ended_any_of_the_row_s_exact_ids_proves_it(rb, alice):
     rb.live("bob", "hook-b1")
+    rb.exited("hook-b1")
     rb.live("bob", "hook-b2")
     rb.end("hook-b2")
     first, second = to_bob(rb, "one"), to_bob(rb, "two")
@@ -160,7 +162,9 @@ def test_a_message_acknowledged_unverified_is_not_delivered_when_the_row_links_a
     pending = to_bob(rb, "still waiting")
     assert rb.ack(message_id=acked, session="bob").json()["mark"] == "read (name not verified)"
     if links_by == "session_link":
-        rb.guessed("hook-new")
+        # A terminal started where the one free desktop row is: only guessed until it links.
+        rb.desktop("desk-n", "new terminal", folder="/work/new")
+        rb.guessed("hook-new", cwd="/work/new")
         assert rb.session_link(hook_session="hook-new", session="bob").status_code == 200
     else:
         rb.live("bob", "hook-new")

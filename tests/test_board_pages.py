@@ -22,11 +22,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def world(db):
-    """Two named sessions in a task talking, a guessed hook row, a desktop row."""
+    """Two named sessions in a task talking, a desktop row a terminal's link is only guessed to
+    (it started in that row's folder), a desktop row without a link."""
     alpha = named_session("alpha", folder="/work/alpha")
     beta = named_session("beta", folder="/work/beta")
+    gamma = actions.do_register_desktop(desktop_id="desk-gamma", title="gamma", folder="/work/gamma").session
     ingest_hook({"hook_event_name": "SessionStart", "session_id": "hook-gamma", "cwd": "/work/gamma"})
-    gamma = Session.objects.get(links__hook_session="hook-gamma")
+    assert Session.objects.get(links__hook_session="hook-gamma", links__exact=False) == gamma
     desk = actions.do_register_desktop(desktop_id="desk-1", title="desktop one", folder="/work/desk").session
     task = actions.do_save_task(title="Ship the board")
     actions.do_update_session(session=alpha, task=task)
@@ -122,7 +124,7 @@ class TestSessions:
         beta_row = re.search(rf'<tr id="session-{world["beta"].pk}">(.*?)</tr>', text, re.S).group(1)
         assert 'class="badge unread"' not in beta_row
         gamma_row = re.search(rf'<tr id="session-{world["gamma"].pk}">(.*?)</tr>', text, re.S).group(1)
-        assert "guessed" in gamma_row and "hook-gamma" in gamma_row
+        assert "guessed" in gamma_row and ">gamma</bdi>" in gamma_row and "desktop" in gamma_row
         assert "its hook link is only guessed" in gamma_row
         desk_row = re.search(rf'<tr id="session-{world["desk"].pk}">(.*?)</tr>', text, re.S).group(1)
         assert "desktop one" in desk_row and "no link" in desk_row
@@ -130,12 +132,12 @@ class TestSessions:
     @pytest.mark.parametrize(
         "query, shown, hidden",
         [
-            ("state=live", ["alpha", "beta", "hook-gamma"], ["desktop one"]),
+            ("state=live", ["alpha", "beta", "gamma"], ["desktop one"]),
             ("state=unlinked", ["desktop one"], ["alpha"]),
             ("kind=desktop", ["desktop one"], ["alpha"]),
             ("q=BET", ["beta"], ["alpha", "desktop one"]),
-            ("q=/work/gamma", ["hook-gamma"], ["alpha"]),
-            ("q=hook-gamma", ["hook-gamma"], ["alpha"]),
+            ("q=/work/gamma", ["gamma"], ["alpha"]),
+            ("q=hook-gamma", ["gamma"], ["alpha"]),
         ],
     )
     def test_the_list_filters(self, board, world, query, shown, hidden):
@@ -251,7 +253,7 @@ class TestMessages:
         # The reply marked the question read (verified: beta proved its name with its hook id).
         assert 'mark-read">read<' in q and "1 reply" in q
         a = re.search(rf'id="message-{answer.pk}"(.*?)<div class="body">', text, re.S).group(1)
-        assert "not delivered yet" in a and "it is idle; it sees this at its next prompt or wake-up." in a
+        assert "not delivered yet" in a and "it is idle and no wake-up hook of it is waiting; it sees this at its next prompt." in a
         assert f"reply to <a href=\"/messages/{question.pk}/\">M-{question.pk}</a>" in a
         lo = re.search(rf'id="message-{loose.pk}"(.*?)<div class="body">', text, re.S).group(1)
         assert "its hook link is only guessed" in lo
@@ -409,7 +411,7 @@ class TestEventsAndMap:
         for s in (alpha, beta, gamma):
             assert f'id="node-S-{s.pk}"' in text
         assert "alpha → beta: 2 messages" in text and "beta → alpha: 1 message<" in text
-        assert "alpha → hook-gamma: 1 message<" in text
+        assert "alpha → gamma: 1 message<" in text
 
     def test_the_map_draws_desktop_edges_too(self, board, world):
         actions.do_record_desktop_edge(sender=world["desk"], recipient=world["alpha"])
@@ -422,7 +424,7 @@ class TestEventsAndMap:
         text = board.get("/map/", {"task": world["task"].pk}).content.decode()
         assert "alpha → beta" in text and "desktop one" not in text
         text = board.get("/map/", {"task": other.pk}).content.decode()
-        assert "desktop one → hook-gamma" in text and "alpha → beta" not in text
+        assert "desktop one → gamma" in text and "alpha → beta" not in text
 
     def test_the_maps_task_filter_shows_task_tagged_messages_as_the_messages_filter_does(self, board, world):
         # Neither session is in the task; their message is tagged with it.

@@ -125,10 +125,23 @@ def test_each_recipients_duplicate_is_named_in_the_report(rb, team):
 
 
 def test_an_idle_recipient_whose_wake_up_hook_waits_is_reported_delivering_now(rb, team):
+    from sessions_app.hooks.delivery import register_waiter
+
+    # What GET /api/hooks/wait does first: register itself as the session's waiter.
+    assert register_waiter("hook-idle", "w1")
+    assert report(broadcast(rb, body="wake").json())["idle"] == "delivering now"
+
+
+def test_an_idle_recipient_whose_wake_up_hook_stopped_polling_is_reported_not_delivered_yet(rb, team):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
     from sessions_app.models import HookLink
 
-    HookLink.objects.filter(hook_session="hook-idle").update(waiter="w1")
-    assert report(broadcast(rb, body="wake").json())["idle"] == "delivering now"
+    # A waiter registered once, then nothing: its hook ended or relaybay restarted under it.
+    HookLink.objects.filter(hook_session="hook-idle").update(waiter="w1", waiter_polled_at=timezone.now() - timedelta(minutes=5))
+    assert report(broadcast(rb, body="wake").json())["idle"] == "not delivered yet"
 
 
 @pytest.mark.parametrize(

@@ -116,9 +116,9 @@ def test_stop_also_runs_the_wake_up_client_with_async_rewake():
     assert "asyncRewake" not in plain and plain["command"] == "$RELAYBAY_HOOK"
 
 
-def test_the_default_wait_is_ten_minutes_in_attended_sessions_only():
+def test_the_default_wait_is_eight_hours_in_attended_sessions_only():
     config, _ = claude_config()
-    assert file_settings(config)["RELAYBAY_WAIT"] == "600"
+    assert file_settings(config)["RELAYBAY_WAIT"] == "28800"
     assert "RELAYBAY_WAIT_UNATTENDED" not in file_settings(config)
 
 
@@ -153,8 +153,8 @@ def test_http_variant_keeps_session_start_and_the_wake_up_as_command_hooks():
     assert (wake_up["type"], wake_up["asyncRewake"]) == ("command", True)
 
 
-def test_the_mcp_server_is_relaybays_http_server_with_the_process_proof_helper():
-    config, hint = claude_config("--mcp")
+def test_mcp_http_connects_relaybays_http_server_with_the_process_proof_helper():
+    config, hint = claude_config("--mcp", "--mcp-http")
     server = config["mcpServers"]["relaybay"]
     assert server["type"] == "http"
     assert server["url"] == f"{URL}/mcp"
@@ -169,13 +169,15 @@ def test_the_mcp_server_is_relaybays_http_server_with_the_process_proof_helper()
     assert words[5:] == ["--scope", "user"]
 
 
-def test_mcp_stdio_connects_the_stdio_server_without_django():
-    config, _ = claude_config("--mcp-stdio")
+def test_the_mcp_server_is_the_stdio_server_without_django_by_default():
+    config, hint = claude_config("--mcp")
     server = config["mcpServers"]["relaybay"]
     assert server["type"] == "stdio"
     assert server["command"] == sys.executable and Path(server["command"]).is_file()
     assert server["args"] == ["-m", "mcp_server.stdio"]
     assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN, "PYTHONPATH": str(MANAGE.parent)}
+    line = next(line.strip() for line in hint.splitlines() if line.strip().startswith("claude mcp add-json"))
+    assert json.loads(shlex.split(line)[4]) == server
 
 
 async def test_both_printed_mcp_entries_answer_through_the_sdk_client(live_relaybay, settings, tmp_path):
@@ -183,8 +185,8 @@ async def test_both_printed_mcp_entries_answer_through_the_sdk_client(live_relay
     # messaging token, the stdio server as the command with its env (and nothing else).
     settings.RELAYBAY_TOKEN = live_relaybay.token
     live_relaybay.start_session("hook-printed-mcp", "Printed MCP")
-    http_entry = claude_config("--url", live_relaybay.url, "--mcp")[0]["mcpServers"]["relaybay"]
-    stdio_entry = claude_config("--url", live_relaybay.url, "--mcp", "--mcp-stdio")[0]["mcpServers"]["relaybay"]
+    http_entry = claude_config("--url", live_relaybay.url, "--mcp", "--mcp-http")[0]["mcpServers"]["relaybay"]
+    stdio_entry = claude_config("--url", live_relaybay.url, "--mcp")[0]["mcpServers"]["relaybay"]
     messaging = {"PATH": "/usr/bin:/bin", "CLAUDE_CODE_MESSAGING_TOKEN": "secret-of-one-claude-process"}
     helper = subprocess.run(["sh", "-c", http_entry["headersHelper"]], env=messaging, capture_output=True, text=True, timeout=30)
     assert set(json.loads(helper.stdout)) == {"X-Relaybay-Process"}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sessions_app.actions import do_write_comment
+from sessions_app.actions import do_register_desktop, do_write_comment
 from sessions_app.hooks.delivery import BUDGET
 from sessions_app.models import Comment, HookLink, Session
 
@@ -56,8 +56,9 @@ def test_one_answer_carries_at_most_the_budget_in_whole_items(hook, alice):
 
 
 def test_a_guessed_link_carries_nothing(hook):
-    hook("SessionStart", "h-g")
-    row = HookLink.objects.get(hook_session="h-g").session
+    do_register_desktop(desktop_id="d-g", folder="/work/g")
+    hook("SessionStart", "h-g", cwd="/work/g")
+    row = HookLink.objects.get(hook_session="h-g", exact=False).session
     do_write_comment(session=row, body="waits")
     assert hook("UserPromptSubmit", "h-g") == {}
     assert Comment.objects.get().delivered_at is None

@@ -61,7 +61,7 @@ def test_a_duplicate_says_when_the_first_arrives_in_the_first_answers_words(rb, 
     again = send(rb, sender="bob", to=recipient).json()
     assert again["duplicate"] is True
     when = first["status"].removeprefix("Not delivered yet: ")
-    assert when != first["status"] and when in {"it is idle. It sees this at its next prompt or wake-up.", "it reaches it at its next tool call or prompt."}
+    assert when != first["status"] and when in {"it is idle and no wake-up hook of it is waiting: it sees this at its next prompt.", "it reaches it at its next tool call or prompt."}
     assert again["status"].endswith(f"{first['handle']} is not delivered yet: {when}")
 
 

@@ -659,6 +659,9 @@ def test_wait_times_out_then_loops_until_deadline(stub, spool):
     assert len(s.requests) >= 2
     timeouts = [int(q['query']['timeout']) for q in s.requests]
     assert timeouts[0] == 3 and all(1 <= t <= 3 for t in timeouts)
+    # Each poll here reaches the bound: each says it is the last, so relaybay stops reporting
+    # the session as being woken when it times out.
+    assert all(q['query'].get('last') == '1' for q in s.requests)
 
 
 def test_wait_timeout_then_delivered(stub, spool):
@@ -672,20 +675,39 @@ def test_wait_timeout_then_delivered(stub, spool):
     assert len(s.requests) == 2
 
 
-def test_wait_unreachable_exits_0_and_never_spools(spool):
+def test_the_default_wait_bound_is_eight_hours():
+    from relaybay_hook.wait import DEFAULT_WAIT
+
+    assert DEFAULT_WAIT == 8 * 3600
+
+
+def test_wait_retries_while_relaybay_is_unreachable_until_its_bound_then_exits_0_and_never_spools(spool):
     t0 = time.monotonic()
-    r = run_hook(closed_port_url(), spool, stop_payload(), 'wait')
-    assert time.monotonic() - t0 < 1.0
+    r = run_hook(closed_port_url(), spool, stop_payload(), 'wait', RELAYBAY_WAIT='2.5')
+    assert 2.3 < time.monotonic() - t0 < 6
     assert (r.returncode, r.stdout, r.stderr) == (0, b'', b'')
+    assert not spool.exists()
+
+
+@pytest.mark.parametrize('down', [
+    {'status': 503, 'body': {'detail': 'restarting'}},
+    {'status': 500, 'body': 'oops'},
+    {'drop': True},
+])
+def test_wait_retries_while_relaybay_restarts_and_is_woken_once_it_is_back(stub, spool, down):
+    s = stub(lambda req, i: down if i < 2 else {'body': {'status': 'delivered', 'text': 'back again'}})
+    r = run_hook(s.url, spool, stop_payload(), 'wait', RELAYBAY_WAIT='30')
+    assert (r.returncode, r.stderr) == (2, b'back again')
+    assert len(s.requests) == 3
     assert not spool.exists()
 
 
 @pytest.mark.parametrize('answer', [
     {'status': 401, 'body': {'detail': 'bad token'}},
+    {'status': 404, 'body': {'detail': 'no such route'}},
     {'body': 'not json'},
     {'body': {'status': 'delivered', 'text': ''}},
     {'body': {'status': 'weird'}},
-    {'drop': True},
 ])
 def test_wait_anything_else_exits_0(stub, spool, answer):
     s = stub(lambda req, i: answer)

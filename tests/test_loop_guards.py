@@ -148,8 +148,10 @@ def test_the_parent_stays_in_the_inbox_until_the_owner_marks_it_seen_and_returns
 
 def test_a_too_deep_reply_whose_sender_is_refused_puts_nothing_in_the_inbox(rb, pair):
     deepest = reply_chain(rb, 8)[-1]
+    # Passing for another row with a live session's hook id is refused first, and a refused
+    # write changes no row.
+    rb.desktop("desk-m", "mallory")
     before = counts()
-    # Passing for another live session is refused first, and a refused write changes no row.
     response = rb.send(body="reply 9", in_reply_to=deepest, session="mallory", hook_session="hook-b")
     assert response.status_code == 403
     assert "belongs to another live session" in detail(response)

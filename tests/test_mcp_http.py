@@ -119,7 +119,8 @@ async def test_the_proof_follows_the_process_to_its_new_session_id_after_clear(l
         linked = answer(await mcp.call_tool("session_link", {"session": alpha}))
         after = answer(await mcp.call_tool("message_send", {"body": "after", "to": beta}))
     assert (before["sender"], before["sender_verified"]) == (alpha, True)
-    assert (linked["hook_session"], linked["exact"], linked["moved"]) == (f"hook-{alpha}-2", True, True)
+    # The new id's first hook, carrying the same proof, linked it exactly to alpha's row: nothing moves.
+    assert (linked["hook_session"], linked["exact"], linked["moved"]) == (f"hook-{alpha}-2", True, False)
     assert (after["sender"], after["sender_verified"]) == (alpha, True)
 
 

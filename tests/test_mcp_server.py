@@ -122,7 +122,7 @@ async def test_a_send_answers_with_the_api_json_and_is_verified_by_claude_code_s
     assert sent["sender"] == alpha
     assert sent["sender_verified"] is True
     assert sent["to"] == beta
-    assert sent["status"] == "Not delivered yet: it is idle. It sees this at its next prompt or wake-up."
+    assert sent["status"] == "Not delivered yet: it is idle and no wake-up hook of it is waiting: it sees this at its next prompt."
     assert sent["handle"] == f"M-{sent['id']}"
 
 

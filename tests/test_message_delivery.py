@@ -238,13 +238,12 @@ def test_a_message_causes_a_stop_block_only_once(rb, alice, bob):
 # Only exact, live links get deliveries
 
 
-def test_a_guessed_link_gets_no_delivery(rb, alice):
-    row = rb.guessed("hook-g")
-    message_id = rb.sent(body="hi", to=row.handle, session="alice", hook_session="hook-a")["id"]
-    assert rb.prompt("hook-g") == {}
-    assert rb.tool("hook-g") == {}
-    assert rb.stop("hook-g") == {}
-    assert SessionMessage.objects.get(pk=message_id).delivered_at is None
+def test_a_session_started_without_a_name_gets_deliveries_from_its_first_hook(rb, alice):
+    row = rb.unnamed("hook-g")
+    message_id = rb.sent(body="hi", to="proj", session="alice", hook_session="hook-a")["id"]
+    assert SessionMessage.objects.get(pk=message_id).recipient == row
+    assert quoted("hi") in context_of(rb.prompt("hook-g"))
+    assert SessionMessage.objects.get(pk=message_id).delivered_at is not None
 
 
 def test_a_desktop_row_guessed_from_its_folder_gets_no_delivery(rb, alice):
@@ -267,6 +266,7 @@ def test_an_ended_link_gets_no_delivery_until_it_resumes(rb, alice, bob):
 
 
 def test_the_old_link_of_a_restarted_session_gets_no_delivery(rb, alice, bob):
+    rb.exited("hook-b")
     rb.live("bob", "hook-b2", busy=True)
     to_bob(rb, "after the restart")
     assert rb.tool("hook-b") == {}

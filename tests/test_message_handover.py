@@ -4,7 +4,7 @@ taken by a write naming another row."""
 import pytest
 
 from messaging.models import SessionMessage
-from sessions_app.models import Comment, HookLink, Session
+from sessions_app.models import Comment, Event, HookLink, Session
 
 from .message_personas import context_of, counts, detail, link, quoted, rb  # noqa: F401
 
@@ -26,7 +26,7 @@ def recipient_of(message_id):
     return SessionMessage.objects.select_related("recipient").get(pk=message_id).recipient
 
 
-# A guessed hook row merged into the named row hands its mail over
+# A session's own row keeps its mail when the session names itself
 
 
 def _by_session_link(rb, name, hook_session):
@@ -37,47 +37,57 @@ def _by_message_send(rb, name, hook_session):
     assert rb.send(body="I am here", to="alice", session=name, hook_session=hook_session).json()["sender_verified"]
 
 
-def _by_relaybay_session(rb, name, hook_session):
-    rb.start(hook_session, name, source="resume")
+@pytest.mark.parametrize("write", [_by_session_link, _by_message_send])
+def test_an_unnamed_session_naming_itself_by_a_new_name_keeps_its_row_its_messages_and_its_comments(rb, alice, write):
+    own = rb.unnamed("hook-g")
+    to_own = from_alice(rb, own.handle, "to the unnamed row")
+    from_own = rb.sent(body="from the unnamed row", to="alice", hook_session="hook-g")["id"]
+    comment = rb.comment(own, "owner to the unnamed row")
+    write(rb, "xavier", "hook-g")
+    own.refresh_from_db()
+    assert own.title == "xavier" and link("hook-g").session == own and link("hook-g").exact
+    assert Session.objects.filter(kind=Session.Kind.HOOK).count() == 2
+    assert recipient_of(to_own) == own
+    assert SessionMessage.objects.get(pk=from_own).sender == own
+    assert Comment.objects.get(pk=comment.pk).session == own
+    renamed = Event.objects.get(name="session.renamed")
+    assert renamed.data == {"session": own.handle, "name": "xavier", "was": "proj"}
+    text = context_of(rb.tool("hook-g"))
+    assert text.index("owner to the unnamed row") < text.index(quoted("to the unnamed row"))
+    assert [m["id"] for m in rb.messages("xavier")] == [to_own]
+    assert from_own in [m["id"] for m in rb.messages("xavier", box="sent")]
 
 
-WRITES = [_by_session_link, _by_message_send, _by_relaybay_session]
+def _refused_by_session_link(rb, name, hook_session):
+    response = rb.session_link(hook_session=hook_session, session=name)
+    assert response.status_code == 403 and response.json()["code"] == "link_held"
 
 
-@pytest.mark.parametrize("write", WRITES)
+def _refused_by_message_send(rb, name, hook_session):
+    response = rb.send(body="I am here", to="alice", session=name, hook_session=hook_session)
+    assert response.status_code == 403 and response.json()["code"] == "sender_refused"
+
+
+def _refused_by_relaybay_session(rb, name, hook_session):
+    answer = rb.start(hook_session, name, source="resume")
+    assert "RELAYBAY_SESSION was not used" in context_of(answer)
+
+
+@pytest.mark.parametrize("write", [_refused_by_session_link, _refused_by_message_send, _refused_by_relaybay_session])
 @pytest.mark.parametrize("named_row", ["desktop", "hook"])
-def test_a_guessed_hook_row_merged_into_the_named_row_hands_its_messages_and_comments_over(rb, alice, write, named_row):
+def test_a_live_session_naming_a_row_another_row_goes_by_keeps_its_own_row_and_mail(rb, alice, write, named_row):
     if named_row == "desktop":
         xavier = rb.desktop("desk-x", "xavier")
     else:
         xavier = rb.live("xavier", "hook-x-old")
         rb.end("hook-x-old")
-    guessed = rb.guessed("hook-g")
-    to_guessed = from_alice(rb, guessed.handle, "to the guessed row")
-    from_guessed = rb.sent(body="from the guessed row", to="alice", hook_session="hook-g")["id"]
-    comment = rb.comment(guessed, "owner to the guessed row")
+    own = rb.unnamed("hook-g")
+    to_own = from_alice(rb, own.handle, "to the unnamed row")
     write(rb, "xavier", "hook-g")
-    assert not Session.objects.filter(pk=guessed.pk).exists()
-    assert link("hook-g").session == xavier and link("hook-g").exact
-    assert recipient_of(to_guessed) == xavier
-    assert SessionMessage.objects.get(pk=from_guessed).sender == xavier
-    assert Comment.objects.get(pk=comment.pk).session == xavier
-    # Handed over means delivered to it now, comment first.
-    text = context_of(rb.tool("hook-g"))
-    assert text.index("owner to the guessed row") < text.index(quoted("to the guessed row"))
-    assert [m["id"] for m in rb.messages("xavier")] == [to_guessed]
-    assert to_guessed in [m["id"] for m in rb.messages("xavier", box="all")]
-    assert from_guessed in [m["id"] for m in rb.messages("xavier", box="sent")]
-
-
-def test_a_guessed_hook_row_named_for_the_first_time_simply_takes_the_name_and_keeps_its_mail(rb, alice):
-    guessed = rb.guessed("hook-g")
-    message_id = from_alice(rb, guessed.handle, "hello")
-    rb.session_link(hook_session="hook-g", session="newname")
-    guessed.refresh_from_db()
-    assert guessed.title == "newname" and link("hook-g").exact
-    assert recipient_of(message_id) == guessed
-    assert quoted("hello") in context_of(rb.tool("hook-g"))
+    assert link("hook-g").session == own and link("hook-g").exact
+    assert Session.objects.filter(pk=xavier.pk).exists() and not xavier.links.live().exists()
+    assert recipient_of(to_own) == own
+    assert quoted("to the unnamed row") in context_of(rb.tool("hook-g"))
 
 
 def test_a_guessed_desktop_row_keeps_its_mail_when_its_link_moves(rb, alice):
@@ -122,7 +132,7 @@ def test_a_taken_over_ended_exact_hook_row_is_deleted_and_its_mail_says_its_row_
 
 def test_an_ended_exact_row_that_is_not_a_lone_hook_row_keeps_what_was_written_to_it(rb, alice):
     zed = rb.desktop("desk-z", "zed")
-    rb.guessed("hook-z")
+    rb.guessed("hook-z", cwd="/desk/desk-z")
     rb.session_link(hook_session="hook-z", session="zed")
     message_id = from_alice(rb, "zed", "for zed")
     rb.end("hook-z")
@@ -166,26 +176,44 @@ def test_a_hook_id_never_seen_links_nothing(rb, alice):
 
 
 @pytest.mark.parametrize("write", [_by_session_link, _by_message_send])
-def test_after_a_restart_without_session_end_a_write_with_the_new_hook_id_moves_the_link_and_ends_the_old(rb, alice, write):
+def test_after_a_restart_without_session_end_a_write_with_the_new_hook_id_moves_the_link_once_the_old_process_exited(rb, alice, write):
     bob = rb.live("bob", "hook-b1")
     waiting = from_alice(rb, "bob", "before the restart")
-    fresh = rb.guessed("hook-b2")
-    comment = rb.comment(fresh, "owner to the new terminal")
+    # The new terminal starts where the only free desktop row is: its link is only guessed.
+    desk = rb.desktop("desk-n", "new terminal", folder="/work/new")
+    rb.guessed("hook-b2", cwd="/work/new")
+    comment = rb.comment(desk, "owner to the desktop row")
+    rb.exited("hook-b1")
     write(rb, "bob", "hook-b2")
     assert link("hook-b2").session == bob and link("hook-b2").exact
     assert link("hook-b1").state == HookLink.State.ENDED and link("hook-b1").session == bob
-    assert not Session.objects.filter(pk=fresh.pk).exists()
-    assert Comment.objects.get(pk=comment.pk).session == bob
+    assert Comment.objects.get(pk=comment.pk).session == desk
     assert rb.tool("hook-b1") == {}
     text = context_of(rb.tool("hook-b2"))
-    assert quoted("before the restart") in text and "owner to the new terminal" in text
+    assert quoted("before the restart") in text and "owner to the desktop row" not in text
     assert SessionMessage.objects.get(pk=waiting).delivered_by == "PreToolUse via hook-b2"
+
+
+def test_a_write_naming_a_session_whose_process_still_runs_is_refused_as_name_in_use(rb, alice):
+    bob = rb.live("bob", "hook-b1")
+    waiting = from_alice(rb, "bob", "for the running bob")
+    rb.desktop("desk-n", "new terminal", folder="/work/new")
+    rb.guessed("hook-b2", cwd="/work/new")
+    before = counts()
+    response = rb.session_link(hook_session="hook-b2", session="bob")
+    assert response.status_code == 409 and response.json()["code"] == "name_in_use"
+    assert counts() == before
+    assert link("hook-b1").session == bob and link("hook-b1").state == HookLink.State.IDLE
+    assert not link("hook-b2").exact
+    assert quoted("for the running bob") in context_of(rb.prompt("hook-b1"))
+    assert SessionMessage.objects.get(pk=waiting).delivered_by == "UserPromptSubmit via hook-b1"
 
 
 def test_session_links_answer_shows_the_link_it_just_made(rb, alice):
     # A row that no hook has linked yet: made by an unverified send under its name.
     rb.sent(body="hello", to="alice", session="newcomer")
-    rb.guessed("hook-n")
+    rb.desktop("desk-n", "nameless desk", folder="/work/new")
+    rb.guessed("hook-n", cwd="/work/new")
     rb.prompt("hook-n")
     answer = rb.session_link(hook_session="hook-n", session="newcomer").json()
     assert answer["moved"] and answer["exact"]

@@ -199,11 +199,13 @@ def test_messages_list_shows_native_rows_with_their_mark_and_no_text(native, api
     [message] = listed
     assert (message["channel"], message["from"], message["to"], message["mark"], message["body"]) == (
         "native",
-        "alpha",
-        "bravo",
+        "alpha-dev",
+        "bravo-dev",
         "delivered",
         None,
     )
+    # The rows' names now; the native names the message was sent under stay with it.
+    assert message["names_when_sent"] == {"from": "alpha", "to": "bravo"}
     assert message["native_id"] == MSG_ID and "not stored" in message["note"]
     sent = api.get("/messages_list", session="alpha-dev", box="sent").json()["messages"]
     assert [m["mark"] for m in sent] == ["delivered"]

@@ -12,7 +12,7 @@ from .message_personas import counts, detail, rb  # noqa: F401
 pytestmark = pytest.mark.django_db
 
 BUSY = "Not delivered yet: it reaches it at its next tool call or prompt."
-IDLE = "Not delivered yet: it is idle. It sees this at its next prompt or wake-up."
+IDLE = "Not delivered yet: it is idle and no wake-up hook of it is waiting: it sees this at its next prompt."
 WAKING = "Not delivered yet: it is idle, and its wake-up hook is waiting: it is being woken with this now."
 NEVER_LINKED = (
     "Not delivered: it never linked its own hook session, so no hook can carry this to it. "
@@ -37,7 +37,7 @@ def send_as_alice(rb, to, body="hi"):
 def bob(rb):
     """A desktop session that linked its own terminal exactly: it goes by every kind of name."""
     bob = rb.desktop("desk-b", "Bob", aliases=["bobby"])
-    rb.guessed("hook-b")
+    rb.guessed("hook-b", cwd="/desk/desk-b")
     assert rb.session_link(hook_session="hook-b", session="desk-b").status_code == 200
     return bob
 
@@ -70,8 +70,10 @@ def test_several_rows_going_by_a_name_is_an_error_listing_handles_titles_desktop
 ):
     terminal = rb.live("worker", "hook-w1", busy=True)
     desk = rb.desktop("desk-w", "Worker")
-    nameless = rb.guessed("hook-w2")
-    rb.give_aliases(nameless, ["WORKER"])
+    guessed = rb.desktop("desk-g", "Guessed one", aliases=["worker"], folder="/work/g")
+    rb.guessed("hook-w2", cwd="/work/g")
+    unnamed = rb.unnamed("hook-w3")
+    rb.give_aliases(unnamed, ["WORKER"])
     before = counts()
     response = send_as_alice(rb, "worker")
     assert response.status_code == 409
@@ -80,14 +82,15 @@ def test_several_rows_going_by_a_name_is_an_error_listing_handles_titles_desktop
     assert set(candidates[len(start) : -len(end)].split("; ")) == {
         f'{desk.handle} "Worker" desktop id desk-w none',
         f'{terminal.handle} "worker" exact busy',
-        f'{nameless.handle} "{nameless.handle}" guessed idle',
+        f'{guessed.handle} "Guessed one" desktop id desk-g guessed idle',
+        f'{unnamed.handle} "proj" exact idle',
     }
     assert "hook-w" not in response.content.decode()
     assert counts() == before
 
 
 def test_sessions_list_never_shows_a_hook_id(rb, alice, bob):
-    rb.guessed("hook-nameless")
+    rb.unnamed("hook-nameless")
     response = rb.api.get("/sessions_list")
     assert response.status_code == 200
     assert "hook-" not in response.content.decode()
@@ -126,8 +129,8 @@ def _guessed_desktop(rb):
     rb.prompt("hook-b")
 
 
-def _guessed_hook_row(rb):
-    row = rb.guessed("hook-b")
+def _unnamed_going_by_an_alias(rb):
+    row = rb.unnamed("hook-b")
     rb.give_aliases(row, ["bob"])
 
 
@@ -138,8 +141,8 @@ def _ended(rb):
 
 def _ended_desktop(rb):
     rb.desktop("desk-b", "bob")
-    rb.guessed("hook-b")
-    rb.session_link(hook_session="hook-b", session="bob")
+    rb.guessed("hook-b", cwd="/desk/desk-b")
+    assert rb.session_link(hook_session="hook-b", session="bob").status_code == 200
     rb.end("hook-b")
 
 
@@ -152,7 +155,7 @@ def _ended_desktop(rb):
         (_just_started, IDLE),
         (_no_hooks, NEVER_LINKED),
         (_guessed_desktop, NEVER_LINKED),
-        (_guessed_hook_row, NEVER_LINKED),
+        (_unnamed_going_by_an_alias, IDLE),
         (_ended, ENDED),
         (_ended_desktop, ENDED),
     ],

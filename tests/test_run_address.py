@@ -69,7 +69,7 @@ def test_commands_without_relaybay_url_reach_the_port_make_run_serves(make_run):
     config = json.loads(manage(data_dir, "claude_config", "--session", "porter").stdout)
     hook_config = Path(config["env"]["RELAYBAY_HOOK_CONFIG"]).read_text()
     assert f"RELAYBAY_URL=http://127.0.0.1:{port}\n" in hook_config
-    assert config["mcpServers"]["relaybay"]["url"] == f"http://127.0.0.1:{port}/mcp"
+    assert config["mcpServers"]["relaybay"]["env"]["RELAYBAY_URL"] == f"http://127.0.0.1:{port}"
 
     manage(data_dir, "shell", "-c", "from sessions_app.actions import do_register_desktop; do_register_desktop(desktop_id='d-porter', title='porter')")
     written = manage(data_dir, "comment", "porter", "over the recorded address")

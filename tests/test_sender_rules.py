@@ -72,7 +72,7 @@ def test_a_name_held_by_a_live_exact_link_is_refused_without_that_links_id(rb, b
 
 def test_a_desktop_title_or_alias_held_by_a_live_exact_link_is_refused_without_its_id(rb, bob):
     desk = rb.desktop("desk-1", "Planner", aliases=["plan"])
-    rb.guessed("hook-p")
+    rb.guessed("hook-p", cwd="/desk/desk-1")
     assert rb.session_link(hook_session="hook-p", session="desk-1").status_code == 200
     assert link("hook-p").session == desk and link("hook-p").exact
     for name in ("planner", "plan", "desk-1", desk.handle):
@@ -86,8 +86,11 @@ def test_a_desktop_title_or_alias_held_by_a_live_exact_link_is_refused_without_i
 
 def test_the_refusal_names_the_way_out_and_the_way_out_works_after_a_restart_without_session_end(rb, bob):
     alice = rb.live("alice", "hook-a1")
-    # The terminal restarted without SessionEnd: hook-a1 still looks live, hook-a2 is new.
-    rb.guessed("hook-a2")
+    # The terminal restarted without SessionEnd: hook-a1 still looks live, though its process
+    # is gone; hook-a2 is new and only guessed (it started where the one free desktop row is).
+    rb.desktop("desk-n", "new terminal", folder="/work/new")
+    rb.guessed("hook-a2", cwd="/work/new")
+    rb.exited("hook-a1")
     code, sentence = refusal(rb.send(body="hi", to="bob", session="alice"))
     assert code == "sender_refused" and "write again with your new hook_session" in sentence
     answer = rb.sent(body="hi", to="bob", session="alice", hook_session="hook-a2")
@@ -96,22 +99,37 @@ def test_the_refusal_names_the_way_out_and_the_way_out_works_after_a_restart_wit
     assert link("hook-a1").state == HookLink.State.ENDED
 
 
-# Row 3: any name with a hook id another live session's exact link holds
+def test_the_way_out_is_refused_while_the_old_process_still_runs(rb, bob):
+    alice = rb.live("alice", "hook-a1")
+    rb.desktop("desk-n", "new terminal", folder="/work/new")
+    rb.guessed("hook-a2", cwd="/work/new")
+    before = counts()
+    response = rb.send(body="hi", to="bob", session="alice", hook_session="hook-a2")
+    assert response.status_code == 409
+    code, sentence = refusal(response)
+    assert code == "name_in_use" and "in use by another running Claude Code session" in sentence
+    assert counts() == before
+    assert link("hook-a1").session == alice and link("hook-a1").state == HookLink.State.IDLE
 
 
-@pytest.mark.parametrize("name", ["mallory", "carol", "bob-and-more", "hook-x"])
-def test_any_name_with_a_hook_id_another_live_exact_link_holds_is_refused_and_changes_no_row(rb, bob, name):
+# Row 3: another row's name with a hook id a live session's exact link holds (a name no row goes by
+# renames the session's own row instead, docs/rules.md §1.5)
+
+
+@pytest.mark.parametrize("name", ["carol", "bob", "hook-x", "proj"])
+def test_a_row_s_name_with_a_hook_id_another_live_exact_link_holds_is_refused_and_changes_no_row(rb, bob, name):
     alice = rb.live("alice", "hook-a")
     rb.desktop("carol-desk", "carol")
-    rb.guessed("hook-x")
+    rb.unnamed("hook-x")
     before = counts()
+    titles = sorted(Session.objects.values_list("title", flat=True))
     alice_link = link("hook-a")
     response = rb.send(body="hi", to="bob", session=name, hook_session="hook-a")
     assert response.status_code == 403
     code, sentence = refusal(response)
     assert code == "sender_refused" and f'Hook session hook-a belongs to another live session, not to "{name}"' in sentence
     assert counts() == before
-    assert not Session.objects.filter(title=name).exclude(kind=Session.Kind.DESKTOP).exists()
+    assert sorted(Session.objects.values_list("title", flat=True)) == titles
     after = link("hook-a")
     assert (after.session, after.exact, after.state, after.last_event_at) == (
         alice,
@@ -121,13 +139,25 @@ def test_any_name_with_a_hook_id_another_live_exact_link_holds_is_refused_and_ch
     )
 
 
-def test_a_busy_session_s_hook_id_cannot_be_used_under_another_name_either(rb, bob):
+def test_a_busy_session_s_hook_id_cannot_be_used_under_another_row_s_name_either(rb, bob):
     rb.live("alice", "hook-a", busy=True)
+    rb.desktop("carol-desk", "carol")
     before = counts()
-    response = rb.send(body="hi", to="bob", session="mallory", hook_session="hook-a")
+    response = rb.send(body="hi", to="bob", session="carol", hook_session="hook-a")
     assert response.status_code == 403
     assert refusal(response)[0] == "sender_refused"
     assert counts() == before
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_a_running_session_naming_itself_by_a_name_no_row_goes_by_renames_its_row(rb, bob, busy):
+    alice = rb.live("alice", "hook-a", busy=busy)
+    answer = rb.sent(body="hi", to="bob", session="mallory", hook_session="hook-a")
+    alice.refresh_from_db()
+    assert alice.title == "mallory" and link("hook-a").session == alice and link("hook-a").exact
+    assert (answer["sender"], answer["sender_verified"]) == ("mallory", True)
+    assert not Session.objects.filter(title="alice").exists()
+    assert SessionMessage.objects.get(pk=answer["id"]).sender == alice
 
 
 # Row 4: a name no live hook link proves: accepted, not verified, and the caller is told
@@ -153,7 +183,6 @@ def _ended_with_its_ended_id(rb):
 def _guessed_without_id(rb):
     rb.desktop("carol-desk", "carol", folder="/work/shared-folder")
     assert rb.guessed("hook-c", cwd="/work/shared-folder").title == "carol"
-    assert not link("hook-c").exact
     return {"session": "carol"}
 
 
@@ -275,8 +304,10 @@ def test_a_refused_send_from_an_unknown_name_creates_no_row(rb, bob, fields, sta
 @pytest.mark.parametrize("restart", ["moved by a write", "moved by RELAYBAY_SESSION"])
 def test_an_old_ended_hook_id_alone_cannot_pass_for_a_session_that_is_live_elsewhere(rb, bob, restart):
     alice = rb.live("alice", "hook-a1")
+    rb.exited("hook-a1")
     if restart == "moved by a write":
-        rb.guessed("hook-a2")
+        rb.desktop("desk-n", "new terminal", folder="/work/new")
+        rb.guessed("hook-a2", cwd="/work/new")
         rb.sent(body="back", to="bob", session="alice", hook_session="hook-a2")
     else:
         rb.live("alice", "hook-a2")

@@ -16,6 +16,8 @@ from .conftest import TOKEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+PROOF_A, PROOF_B = "a" * 64, "b" * 64
+
 
 def in_thread(fn):
     # Not thread-sensitive: the test's own database calls must not queue behind the
@@ -30,17 +32,16 @@ def in_thread(fn):
     return sync_to_async(call, thread_sensitive=False)
 
 
-async def wait(session_id, timeout=5):
-    response = await AsyncClient().get(
-        "/api/hooks/wait", {"session_id": session_id, "timeout": timeout}, headers={"Authorization": f"Bearer {TOKEN}"}
-    )
+async def wait(session_id, timeout=5, *, proof="", **params):
+    headers = {"Authorization": f"Bearer {TOKEN}", **({"X-Relaybay-Process": proof} if proof else {})}
+    response = await AsyncClient().get("/api/hooks/wait", {"session_id": session_id, "timeout": timeout, **params}, headers=headers)
     assert response.status_code == 200
     return json.loads(response.content)
 
 
 @in_thread
-def post(event, session_id, **fields):
-    return ingest_hook({"hook_event_name": event, "session_id": session_id, "cwd": "/p", **fields})
+def post(event, session_id, *, process="", **fields):
+    return ingest_hook({"hook_event_name": event, "session_id": session_id, "cwd": "/p", **fields}, process=process)
 
 
 @in_thread
@@ -145,3 +146,24 @@ async def test_the_relay_refuses_anything_but_pings_and_wakes():
         headers={"Authorization": f"Bearer {TOKEN}"},
     )
     assert response.status_code == 400
+
+
+@in_thread
+def waiter_of_alice():
+    return HookLink.objects.values_list("waiter", "waiter_polled_at").get(hook_session="h-a")
+
+
+async def test_a_waiter_carrying_another_running_process_s_proof_is_told_to_stop_waiting():
+    await post("SessionStart", "h-a", relaybay_session="alice", process=PROOF_A)
+    await post("Stop", "h-a", stop_hook_active=False, process=PROOF_A)
+    assert (await wait("h-a", timeout=1, proof=PROOF_B))["status"] == "replaced"
+    assert await waiter_of_alice() == ("", None)
+    assert (await wait("h-a", timeout=0.3, proof=PROOF_A))["status"] == "timeout"
+
+
+async def test_a_poll_notes_when_it_began_and_the_last_one_timing_out_leaves_nobody_waiting(idle_alice):
+    assert (await wait("h-a", timeout=0.3))["status"] == "timeout"
+    waiter, polled_at = await waiter_of_alice()
+    assert waiter and polled_at is not None
+    assert (await wait("h-a", timeout=0.3, last="true"))["status"] == "timeout"
+    assert await waiter_of_alice() == ("", None)

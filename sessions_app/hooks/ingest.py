@@ -132,7 +132,10 @@ def _native_names(link, payload):
                 data={"name": name, "was": link.native_name},
             )
             ping("sessions")
-            _follow_rename(link, name)
+            if not payload.get("relaybay_session"):
+                # A start named by RELAYBAY_SESSION goes by that name, not by its native name
+                # (docs/rules.md §1.5); a later /rename is followed.
+                _follow_rename(link, name)
     if isinstance(socket, str) and 0 < len(socket) <= 500 and claude_native.socket_path(socket) != link.native_socket:
         updates["native_socket"] = claude_native.socket_path(socket)
     for field, value in updates.items():

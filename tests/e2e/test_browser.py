@@ -56,7 +56,7 @@ def test_a_message_appears_and_its_marks_change_live(page, live):
     row = page.locator(f"#message-{message_id}")
     expect(row).to_contain_text("Can you review the parser change?", timeout=LIVE_TIMEOUT)
     expect(row.locator(".mark-waiting")).to_have_text("not delivered yet")
-    expect(row).to_contain_text("it is idle; it sees this at its next prompt or wake-up.")
+    expect(row).to_contain_text("it is idle and no wake-up hook of it is waiting; it sees this at its next prompt.")
 
     answer = live.hook("UserPromptSubmit", "hook-beta", prompt="next", cwd="/work/beta")
     assert "Can you review the parser change?" in answer["hookSpecificOutput"]["additionalContext"]
