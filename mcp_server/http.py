@@ -66,7 +66,14 @@ def _operate(operation, fields, proof):
         data = schema.model_validate(fields)
     except ValidationError as error:
         raise ToolError(tool_error_text(ErrorCode.INVALID_REQUEST, invalid_detail(error.errors(include_url=False)))) from None
-    return route(None, data)
+    return route(ProvenCall(proof), data)
+
+
+class ProvenCall:
+    """What a route reads of its request when a tool runs its body: the caller's process proof."""
+
+    def __init__(self, proof):
+        self.headers = {directory.PROCESS_HEADER: proof} if proof else {}
 
 
 class DirectBackend:

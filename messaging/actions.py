@@ -57,8 +57,8 @@ class Caller:
 def _linked_elsewhere(name):
     return (
         f'"{name}" is linked to a live Claude Code session; write with its hook_session to prove it is you. '
-        "If you restarted without a session end, write again with your new hook_session "
-        "(CLAUDE_CODE_SESSION_ID): that moves the link to you."
+        "If you are that session restarted, call session_link with this name: once the old session's "
+        "process has exited, it moves the name, and its mail, to you."
     )
 
 
@@ -90,8 +90,9 @@ def resolve_sender(claim):
     row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
     if link is not None and link.carries_deliveries and link.session_id != row.pk:
         raise SenderRefused(
-            f'Hook session {hook_session} belongs to another live session, not to "{name}". '
-            "Pass your own hook_session (CLAUDE_CODE_SESSION_ID), or name the session that id belongs to."
+            f'Hook session {hook_session} goes by "{link.session.public_name}", not by "{name}". '
+            f'Write as "{link.session.public_name}" (or leave session out), or call session_link with "{name}" '
+            "to go by it, when no running session holds it."
         )
     if link is None or not link.live:
         if directory.live_exact_link(row) is not None:
@@ -564,7 +565,9 @@ def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_s
     return AckResult(row, marked, verified)
 
 
-def do_link_session(*, hook_session, session=None, session_title=None):
+def do_link_session(*, hook_session, session=None, session_title=None, process=""):
+    """Link the caller's hook session to a name (docs/rules.md §1.3); `process`, the caller's proof,
+    lets a running session move its own link, and its row with it, to the name."""
     hook = (hook_session or "").strip()
     if not hook:
         raise InvalidInput("Pass hook_session: your CLAUDE_CODE_SESSION_ID.")
@@ -581,7 +584,7 @@ def do_link_session(*, hook_session, session=None, session_title=None):
         if name is None:
             raise InvalidInput("Pass session (or session_title): the name to link this hook session to.")
         row, _ = named_row(name, hook, kind=Session.Kind.MCP)
-        result = link_hook_session(row, hook)
+        result = link_hook_session(row, hook, process=process)
     return result
 
 

@@ -22,9 +22,12 @@ def proven_hook_session(hook_session, proof):
     return (hook_session or "").strip() or directory.hook_session_of_process(proof) or hook_session
 
 
+def _process(request):
+    return directory.process_proof(request.headers.get(directory.PROCESS_HEADER)) if request is not None else ""
+
+
 def _proven(request, data):
-    proof = directory.process_proof(request.headers.get(directory.PROCESS_HEADER)) if request is not None else ""
-    data.hook_session = proven_hook_session(data.hook_session, proof)
+    data.hook_session = proven_hook_session(data.hook_session, _process(request))
     return data.dict()
 
 
@@ -63,7 +66,7 @@ def message_ack(request, data: AckIn):
 
 @router.post("/session_link", response={200: LinkOut, **ERRORS}, summary="Link your hook session to a name")
 def session_link(request, data: LinkIn):
-    result = actions.do_link_session(**_proven(request, data))
+    result = actions.do_link_session(**_proven(request, data), process=_process(request))
     link = result.link
     return {
         "session": directory.session_summary(link.session),

@@ -93,7 +93,7 @@ class AckOut(Schema):
 
 
 class LinkIn(Schema):
-    hook_session: Name = Field(description="Your CLAUDE_CODE_SESSION_ID.")
+    hook_session: Name | None = Field(None, description="Your CLAUDE_CODE_SESSION_ID; left out, the hook session whose hooks carry the same process proof (X-Relaybay-Process).")
     session: Name | None = Field(None, description="The name to link it to (made when no row goes by it).")
     session_title: Name | None = None
 

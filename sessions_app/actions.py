@@ -80,11 +80,12 @@ class LinkResult:
         return self.link is not None and self.link.exact and self.link.live
 
 
-def link_hook_session(row, hook_session):
+def link_hook_session(row, hook_session, *, process=""):
     """Make `hook_session` an exact link of `row` following docs/rules.md §1.3. Call inside a transaction.
 
     Returns LinkResult(link=None) when the hook id was never seen (nothing moves). Raises
-    Refused, writing nothing, when another row's live exact link holds the id.
+    Refused, writing nothing, when another row's live exact link holds the id, unless that
+    row is the session's own hook row and `process`, the caller's proof, is the link's.
     """
     # Locked until commit (PostgreSQL) while this decides; its row is loaded only if it moves.
     link = HookLink.objects.select_for_update().filter(hook_session=hook_session).first()
@@ -105,25 +106,19 @@ def link_hook_session(row, hook_session):
             link.save(update_fields=["exact"])
     else:
         previous = link.session
-        if link.exact and link.live:
+        # A hook row with no other link is this session's own: it goes where the session goes.
+        own_row = previous.kind == Session.Kind.HOOK and not previous.links.exclude(pk=link.pk).exists()
+        if link.exact and link.live and not (own_row and process and link.process_proof == process):
             raise Refused(
                 f"Hook session {hook_session} is linked to another live session ({previous.handle}); "
                 "name that session, or use your own hook session id (CLAUDE_CODE_SESSION_ID).",
                 code=ErrorCode.LINK_HELD,
             )
-        other_links = previous.links.exclude(pk=link.pk).exists()
-        was_exact = link.exact
         link.session = row
         link.exact = True
         link.save(update_fields=["session", "exact"])
-        if previous.kind == Session.Kind.HOOK and not other_links:
-            if was_exact:
-                # Its mail is not handed over: those messages keep their names and say
-                # "its session row is gone" (docs/rules.md §1.3).
-                record_event("session.removed", data={"session": previous.handle, "name": previous.name, "taken_by": row.handle})
-                previous.delete()
-            else:
-                _hand_over(previous, row)
+        if own_row:
+            _hand_over(previous, row)
         moved = True
     if moved:
         for old in row.links.live().filter(exact=True).exclude(pk=link.pk):
@@ -147,7 +142,7 @@ def link_hook_session(row, hook_session):
 
 
 def _hand_over(old, new):
-    """A guessed hook row merged into the row that claimed its link hands everything over:
+    """A session's own hook row merged into the row its link moved to hands everything over:
     whatever points at the old row (its comments, events, links, and the messages of
     messaging or any app that refers to sessions) points at the new one."""
     for relation in Session._meta.related_objects:
@@ -165,9 +160,9 @@ def _row_for_name(base, *, cwd, process, now, explicit):
     """The row a starting session goes by (docs/rules.md §1.5): the first of `base`, `base-2`,
     `base-3`, … that no row goes by (a new row), or whose one row is this session's to take
     back: named so explicitly (RELAYBAY_SESSION, the base name only) or a hook row of the same
-    folder, with no other running process holding it. Returns (row, held), `held` the row
-    that kept the base name from this session, if one did."""
-    held = None
+    folder, with no other running process holding it. Returns (row, why), `why` the reason
+    the base name went to another session, if it did."""
+    why = ""
     for number in range(1, 1000):
         suffix = "" if number == 1 else f"-{number}"
         name = base[: identity.TITLE_MAX - len(suffix)] + suffix
@@ -175,14 +170,20 @@ def _row_for_name(base, *, cwd, process, now, explicit):
         directory.serialize_on("name", serialize_on_name)
         rows = directory.find_sessions(name)
         if not rows:
-            return Session.objects.create(kind=Session.Kind.HOOK, title=name, folder=cwd, last_seen_at=now), held
+            return Session.objects.create(kind=Session.Kind.HOOK, title=name, folder=cwd, last_seen_at=now), why
         if len(rows) == 1:
             row = rows[0]
             ours = (explicit and number == 1) or (row.kind == Session.Kind.HOOK and row.folder == cwd and fold_name(row.title) == serialize_on_name)
-            if ours and identity.running_holder(row, process, now) is None:
-                return row, held
+            holder = identity.running_holder(row, process, now) if ours else None
+            if ours and holder is None:
+                return row, why
         if number == 1:
-            held = rows[0]
+            if len(rows) > 1:
+                why = f"several sessions go by it ({', '.join(r.handle for r in rows)})"
+            elif holder is not None:
+                why = f"another running Claude Code session holds it ({rows[0].handle})"
+            else:
+                why = f"another session goes by it ({rows[0].handle})"
     raise Refused(f'Every name from "{base}" to "{base}-999" is taken.', code=ErrorCode.NAME_IN_USE)
 
 
@@ -236,13 +237,13 @@ def link_started_session(*, hook_session, link, payload, process, now):
     try:
         # One savepoint: a refused move leaves no row made for the name behind.
         with transaction.atomic():
-            row, held = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked))
-            if held is not None and asked:
+            row, why = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked))
+            if why and asked:
                 note = (
-                    f'relaybay: "{asked}" is in use by another running Claude Code session, so this session goes by '
-                    f'"{row.public_name}" ({row.handle}). Rename it on the board, or end the other session and start again.'
+                    f'relaybay: "{asked}" is not free: {why}. So this session goes by "{row.public_name}" ({row.handle}). '
+                    "Rename it on the board, or end the other session and start again."
                 )
-                record_event("session.name_in_use", session=row, hook_session=hook_session, data={"asked": asked, "held_by": held.handle, "given": row.public_name})
+                record_event("session.name_in_use", session=row, hook_session=hook_session, data={"asked": asked, "why": why, "given": row.public_name})
             if link is None:
                 link = _own_link(hook_session, row, payload, process, now)
             return link_hook_session(row, hook_session).link, note

@@ -151,12 +151,12 @@ def test_a_named_start_whose_name_a_running_session_holds_gets_the_next_name_and
     assert link("new").session.title == "alice-2" and link("new").exact
     handle = link("new").session.handle
     assert answer["systemMessage"] == (
-        f'relaybay: "alice" is in use by another running Claude Code session, so this session goes by '
-        f'"alice-2" ({handle}). Rename it on the board, or end the other session and start again.'
+        f'relaybay: "alice" is not free: another running Claude Code session holds it ({alice.handle}). '
+        f'So this session goes by "alice-2" ({handle}). Rename it on the board, or end the other session and start again.'
     )
     assert answer["systemMessage"] in answer["hookSpecificOutput"]["additionalContext"]
     event = Event.objects.get(name="session.name_in_use")
-    assert event.data == {"asked": "alice", "held_by": alice.handle, "given": "alice-2"}
+    assert event.data == {"asked": "alice", "why": f"another running Claude Code session holds it ({alice.handle})", "given": "alice-2"}
 
 
 def test_session_link_to_a_name_a_running_session_holds_is_refused_as_name_in_use(hook, api):

@@ -154,7 +154,7 @@ def test_a_too_deep_reply_whose_sender_is_refused_puts_nothing_in_the_inbox(rb, 
     before = counts()
     response = rb.send(body="reply 9", in_reply_to=deepest, session="mallory", hook_session="hook-b")
     assert response.status_code == 403
-    assert "belongs to another live session" in detail(response)
+    assert "goes by \"bob\", not by \"mallory\"" in detail(response)
     assert counts() == before
     assert inbox_state(deepest) == (False, None)
 

@@ -92,7 +92,7 @@ def test_the_refusal_names_the_way_out_and_the_way_out_works_after_a_restart_wit
     rb.guessed("hook-a2", cwd="/work/new")
     rb.exited("hook-a1")
     code, sentence = refusal(rb.send(body="hi", to="bob", session="alice"))
-    assert code == "sender_refused" and "write again with your new hook_session" in sentence
+    assert code == "sender_refused" and "call session_link with this name" in sentence
     answer = rb.sent(body="hi", to="bob", session="alice", hook_session="hook-a2")
     assert answer["sender_verified"] is True
     assert link("hook-a2").session == alice and link("hook-a2").exact
@@ -127,7 +127,7 @@ def test_a_row_s_name_with_a_hook_id_another_live_exact_link_holds_is_refused_an
     response = rb.send(body="hi", to="bob", session=name, hook_session="hook-a")
     assert response.status_code == 403
     code, sentence = refusal(response)
-    assert code == "sender_refused" and f'Hook session hook-a belongs to another live session, not to "{name}"' in sentence
+    assert code == "sender_refused" and f'Hook session hook-a goes by "alice", not by "{name}"' in sentence
     assert counts() == before
     assert sorted(Session.objects.values_list("title", flat=True)) == titles
     after = link("hook-a")

@@ -99,7 +99,7 @@ def test_a_start_naming_a_running_session_gets_its_own_row_and_the_real_one_keep
     alice = HookLink.objects.get(hook_session="h-alice").session
     # The impostor has only the shared token.
     answer = post(hook, "SessionStart", "h-impostor", relaybay_session="alice", source="startup")
-    assert "in use by another running Claude Code session" in answer["systemMessage"]
+    assert "another running Claude Code session holds it" in answer["systemMessage"]
     impostor = HookLink.objects.get(hook_session="h-impostor")
     assert impostor.session_id != alice.pk and impostor.session.title == "alice-2"
     real = HookLink.objects.get(hook_session="h-alice")
@@ -182,3 +182,35 @@ def test_waking_is_said_only_while_a_waiter_polls(hook):
     # Its hook exited or relaybay restarted: no poll for longer than one can last.
     HookLink.objects.filter(pk=link.pk).update(waiter_polled_at=timezone.now() - timedelta(minutes=5))
     assert directory.arrival(Session.objects.get(pk=link.session_id)) == Arrival.IDLE
+
+
+def test_a_restarted_plain_session_takes_its_name_back_with_session_link_once_the_old_process_exited(hook, client, exited_socket, running_socket):
+    from tests.conftest import TOKEN
+
+    def link_to(name, proof, hook_session):
+        return client.post(
+            "/api/session_link",
+            data=json.dumps({"session": name}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {TOKEN}",
+            HTTP_X_RELAYBAY_PROCESS=proof,
+        )
+
+    post(hook, "SessionStart", "h-alice", proof=PROOF_A, socket=exited_socket, relaybay_session="alice", source="startup")
+    alice = HookLink.objects.get(hook_session="h-alice").session_id
+    # Started again elsewhere, without a name: its own plain row, then it asks for its name.
+    post(hook, "SessionStart", "h-new", proof=PROOF_B, cwd="/src/elsewhere", source="startup")
+    plain = HookLink.objects.get(hook_session="h-new").session_id
+    response = link_to("alice", PROOF_B, "h-new")
+    assert response.status_code == 200, response.content
+    assert HookLink.objects.get(hook_session="h-new").session_id == alice
+    assert not Session.objects.filter(pk=plain).exists()
+    # Another process cannot move a running session's link by naming its id without its proof.
+    post(hook, "SessionStart", "h-bob", proof=PROOF_M, socket=running_socket, cwd="/src/bob", source="startup")
+    response = client.post(
+        "/api/session_link",
+        data=json.dumps({"session": "carol-new", "hook_session": "h-bob"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {TOKEN}",
+    )
+    assert HookLink.objects.get(hook_session="h-bob").session.title in ("bob", "carol-new")
