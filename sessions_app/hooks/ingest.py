@@ -14,7 +14,7 @@ from core.inputs import check_identifier, clean_json, clean_text
 
 from .. import directory, identity
 from ..actions import do_update_session, link_started_session
-from ..feed import record_event
+from ..feed import feed_row, record_events
 from ..models import Event, HookLink, Session, fold_name
 from . import claude_native, delivery
 
@@ -108,10 +108,11 @@ def _next_state(link, event_name):
     return link.state
 
 
-def _native_names(link, payload):
+def _native_names(link, payload, feed):
     """The process's native name and messaging socket, as the hook client read them
-    (docs/rules.md §4.9): what changed of them, for the link. A rename (/rename) is followed; an event that
-    reports neither (an http hook, SessionEnd) leaves them."""
+    (docs/rules.md §4.9): what changed of them, for the link, and its feed row added to `feed`.
+    A rename (/rename) is followed; an event that reports neither (an http hook, SessionEnd)
+    leaves them."""
     reported = payload.get("relaybay_native")
     if not isinstance(reported, dict):
         return {}
@@ -125,17 +126,11 @@ def _native_names(link, payload):
             name = None
         if name is not None:
             updates.update(native_name=name, native_name_key=fold_name(name))
-            record_event(
-                "link.native_name",
-                session_id=link.session_id,
-                hook_session=link.hook_session,
-                data={"name": name, "was": link.native_name},
-            )
-            ping("sessions")
+            feed.append(feed_row("link.native_name", session_id=link.session_id, hook_session=link.hook_session, data={"name": name, "was": link.native_name}))
             if not payload.get("relaybay_session"):
                 # A start named by RELAYBAY_SESSION goes by that name, not by its native name
                 # (docs/rules.md §1.5); a later /rename is followed.
-                _follow_rename(link, name)
+                _follow_rename(link, name, feed)
     if isinstance(socket, str) and 0 < len(socket) <= 500 and claude_native.socket_path(socket) != link.native_socket:
         updates["native_socket"] = claude_native.socket_path(socket)
     for field, value in updates.items():
@@ -143,7 +138,7 @@ def _native_names(link, payload):
     return updates
 
 
-def _follow_rename(link, native_name):
+def _follow_rename(link, native_name, feed):
     """A native name the person gave (/rename, --name) becomes the session's name
     (docs/rules.md §1.5), unless another row goes by it already."""
     if identity.generated_native_name(native_name, link.cwd):
@@ -152,7 +147,7 @@ def _follow_rename(link, native_name):
     if row.kind != Session.Kind.HOOK or fold_name(row.title) == fold_name(native_name):
         return
     if any(other.pk != row.pk for other in directory.find_sessions(native_name)):
-        record_event("session.rename_refused", session=row, hook_session=link.hook_session, data={"name": native_name, "reason": "in use"})
+        feed.append(feed_row("session.rename_refused", session=row, hook_session=link.hook_session, data={"name": native_name, "reason": "in use"}))
         return
     do_update_session(session=row, title=native_name)
 
@@ -173,8 +168,10 @@ def _stale(moment, now):
 
 
 def _apply_event(link, event_name, payload, now, process):
-    """Keep the link's state; write only what changed, and the times when they are stale."""
+    """Keep the link's state; write only what changed, and the times when they are stale.
+    Returns the feed rows of what changed, for ingest_hook to write with the event's own."""
     updates = {}
+    feed = []
     if process and process != link.process_proof:
         # One proof speaks for one hook id: the process's newest (after /clear or /resume).
         # ingest_hook has checked that this process may speak for the link.
@@ -195,72 +192,69 @@ def _apply_event(link, event_name, payload, now, process):
             wake_waiters([link.hook_session])
     if payload.get("transcript_path") and payload["transcript_path"] != link.transcript_path:
         updates["transcript_path"] = payload["transcript_path"]
-    updates.update(_native_names(link, payload))
+    updates.update(_native_names(link, payload, feed))
     if updates or _stale(link.last_event_at, now):
         updates["last_event_at"] = now
         HookLink.objects.filter(pk=link.pk).update(**updates)
         Session.objects.filter(pk=link.session_id).update(last_seen_at=now)
     if "state" in updates:
         link.state = state
+    if "state" in updates or "native_name" in updates:
         ping("sessions")
+    return feed
+
+
+def _link(hook_session, event_name, payload, process, now):
+    """The hook id's link, made or moved by who the session is (docs/rules.md §1.5), and a note
+    for the session when it could not have the name it asked for."""
+    link = directory.link_of(hook_session)
+    if link is None:
+        # The first events of a hook id may arrive at two processes at once: one links it.
+        directory.serialize_on("hook", hook_session)
+        link = directory.link_of(hook_session)
+    if link is None or (event_name == "SessionStart" and payload.get("relaybay_session")):
+        return link_started_session(hook_session=hook_session, link=link, payload=payload, process=process, now=now)
+    return link, ""
+
+
+def _answer(link, event_name, note):
+    """The hook answer: the session's identity at its start, else what waits for it, claimed."""
+    if event_name == "SessionStart":
+        text = directory.identity_text(link) + (f"\n{note}" if note else "")
+        answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        # The person sees why the session does not go by the name it asked for.
+        return {**answer, "systemMessage": note} if note else answer
+    if not link.carries_deliveries or event_name not in (*DELIVERING_EVENTS, "Stop"):
+        return {}
+    waiting = delivery.pending(link.session_id)
+    if not waiting:
+        return {}
+    if event_name == "Stop":
+        return delivery.stop_answer(link, waiting)
+    claimed = delivery.claim_pending(link, event_name, waiting)
+    return delivery.context_answer(event_name, claimed) if claimed else {}
 
 
 def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
-    """Record one hook event and return the answer JSON for Claude Code. `process` is the
-    proof of the Claude Code process that ran the hook (directory.process_proof), when it sent one."""
+    """One hook event, in one pass (docs/rules.md §2.1): parse the payload, link the hook id to
+    its session, apply the event to the link, write its feed rows once, claim what waits and
+    answer with it. `process` is the proof of the Claude Code process that ran the hook
+    (directory.process_proof); a replayed event is long past and proves nothing."""
     payload = check_payload(payload)
-    event_name = payload["hook_event_name"]
-    hook_session = payload["session_id"]
-    now = timezone.now()
+    event_name, hook_session, now = payload["hook_event_name"], payload["session_id"], timezone.now()
+    process = "" if replay else process
     with transaction.atomic():
-        link = directory.link_of(hook_session)
-        if link is None:
-            # The first events of a hook id may arrive at two processes at once: one links it.
-            directory.serialize_on("hook", hook_session)
-            link = directory.link_of(hook_session)
-        note = ""
-        if link is None or (event_name == "SessionStart" and payload.get("relaybay_session")):
-            link, note = link_started_session(hook_session=hook_session, link=link, payload=payload, process="" if replay else process, now=now)
-        elif not replay and not identity.speaks_for(link, process, now):
+        link, note = _link(hook_session, event_name, payload, process, now)
+        event = feed_row(f"hook.{event_name}", session_id=link.session_id, hook_session=hook_session, data=stored_fields(payload), replay=replay, happened_at=spooled_at)
+        if not replay and not identity.speaks_for(link, process, now):
             # The hook names a session another running process proves (docs/rules.md §1.5):
             # recorded for the owner, and nothing of that session changes or is handed over.
-            record_event(
-                f"hook.{event_name}",
-                session_id=link.session_id,
-                hook_session=hook_session,
-                data={**stored_fields(payload), "relaybay_refused": "another running process's session"},
-            )
+            event.data["relaybay_refused"] = "another running process's session"
+            record_events([event])
             return {"systemMessage": FOREIGN_PROCESS} if event_name == "SessionStart" else {}
-        # A replayed event may be long past; only a live one says which id the process has now.
-        _apply_event(link, event_name, payload, now, "" if replay else process)
-        record_event(
-            f"hook.{event_name}",
-            session_id=link.session_id,
-            hook_session=hook_session,
-            data=stored_fields(payload),
-            replay=replay,
-            happened_at=spooled_at,
-        )
+        record_events([*_apply_event(link, event_name, payload, now, process), event])
         traffic = claude_native.read_native(payload)
         if traffic:
             claude_native.report(link, traffic, now)
-        if replay:
-            # Nobody waits for a replayed event's answer: nothing is delivered through it.
-            return {}
-        if event_name == "SessionStart":
-            text = directory.identity_text(link) + (f"\n{note}" if note else "")
-            answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
-            # The person sees why the session does not go by the name it asked for.
-            return {**answer, "systemMessage": note} if note else answer
-        if not link.carries_deliveries:
-            return {}
-        if event_name in DELIVERING_EVENTS:
-            waiting = delivery.pending(link.session_id)
-            if not waiting:
-                return {}
-            claimed = delivery.claim_pending(link, event_name, waiting)
-            return delivery.context_answer(event_name, claimed) if claimed else {}
-        if event_name == "Stop":
-            waiting = delivery.pending(link.session_id)
-            return delivery.stop_answer(link, waiting) if waiting else {}
-    return {}
+        # Nobody waits for a replayed event's answer: nothing is delivered through it.
+        return {} if replay else _answer(link, event_name, note)
