@@ -103,3 +103,15 @@ def test_a_later_event_moves_last_seen_forward(hook):
     HookLink.objects.update(last_event_at=long_ago)
     hook("UserPromptSubmit", "h-1")
     assert Session.objects.get().last_seen_at > long_ago
+
+
+def test_a_hook_writes_its_feed_rows_in_one_insert_with_what_it_changed_of_the_link(hook):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    hook("SessionStart", "h-one-pass", source="startup", cwd="/src/one")
+    with CaptureQueriesContext(connection) as queries:
+        hook("PreToolUse", "h-one-pass", cwd="/src/one", tool_name="Bash", relaybay_native={"session": {"name": "one-7f"}, "socket": "/tmp/cc-socks/1.sock"})
+    inserts = [q["sql"] for q in queries if q["sql"].startswith('INSERT INTO "sessions_app_event"')]
+    assert len(inserts) == 1, inserts
+    assert Event.objects.filter(hook_session="h-one-pass", name__in=["link.native_name", "hook.PreToolUse"]).count() == 2
