@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.compiled import compiled, insert_all
 from core.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
 from core.pings import ping
 from core.inputs import clean_text, parse_id
@@ -335,7 +336,7 @@ def _write_messages(*, sender, to, body, task, parent, now, broadcast=None, also
         )
         _check_fits(message)
         messages.append(message)
-    SessionMessage.objects.bulk_create(messages)
+    insert_all(messages)
     feed = []
     marks = {"verified": sender.verified, "depth": messages[0].depth}
     if broadcast is not None:
@@ -513,16 +514,28 @@ def resolve_reader(claim):
 
 
 # An ack without message_id marks the caller's unread relaybay messages: those delivered to it
-# when its proof holds, else every one.
-def _unread_mail(recipient_id, *, delivered_only):
-    unread = SessionMessage.objects.filter(recipient_id=recipient_id, read_at=None, channel=SessionMessage.Channel.MCP)
-    return unread.exclude(delivered_at=None) if delivered_only else unread
+# when its proof holds, else every one. Compiled (core/compiled.py): built by the ORM on every
+# ack, the query would take 0.60 ms of an ack's 0.87 in process.
+def _unread_mail(recipient_id):
+    return SessionMessage.objects.filter(recipient_id=recipient_id, read_at=None, channel=SessionMessage.Channel.MCP)
+
+
+@compiled
+def _unread(recipient_id: int):
+    return _unread_mail(recipient_id)
+
+
+@compiled
+def _unread_delivered(recipient_id: int):
+    return _unread_mail(recipient_id).exclude(delivered_at=None)
 
 
 def _mark_read(messages, *, reader, verified):
     """Mark `messages` read, skipping any read already, and write a message.read feed row for
     each one marked: three statements however many there are. The unread ones are locked as
     they are read, so a concurrent ack of the same mail waits and then finds them read."""
+    if not messages:
+        return 0
     unread = SessionMessage.objects.filter(pk__in=[message.pk for message in messages], read_at=None)
     locked = set(unread.select_for_update().values_list("pk", flat=True))
     marked = [message for message in messages if message.pk in locked]
@@ -560,7 +573,7 @@ def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_s
                 raise Refused(f"M-{message.pk} is not addressed to {row.handle}; you can only acknowledge your own mail.", code=ErrorCode.NOT_YOUR_MAIL)
             messages = [message]
         else:
-            messages = list(_unread_mail(row.pk, delivered_only=verified))
+            messages = _unread_delivered(row.pk) if verified else _unread(row.pk)
         marked = _mark_read(messages, reader=row, verified=verified)
     return AckResult(row, marked, verified)
 

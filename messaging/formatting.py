@@ -1,10 +1,12 @@
 """Reads and formatting for messages: normalising and quoting bodies, frames, marks."""
 
+import functools
 import json
 import re
 
 from django.utils import timezone
 
+from core.compiled import Compiled
 from sessions_app.hooks.claude_native import RELAYBAY_MESSAGE
 from sessions_app.directory import NOT_DELIVERABLE, ON_ITS_WAY, arrival, attach_tasks
 
@@ -159,30 +161,58 @@ def native_summary(message):
 
 def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
     """A page of `row`'s messages, newest first, each with what message_summary reads."""
-    task_id = task.pk if task is not None else None
-    if box == "all":
+    values = (row.pk, task.pk) if task is not None else (row.pk,)
+    found = {}
+    for side in ("inbox", "sent") if box == "all" else (box,):
         # Each side walks its own index; one OR of the two would walk every id downwards.
-        sides = {m.pk: m for side in ("inbox", "sent") for m in _page(row.pk, side, unread_only, task_id, limit)}
-        found = sorted(sides.values(), key=lambda m: -m.pk)[:limit]
-    else:
-        found = list(_page(row.pk, box, unread_only, task_id, limit))
+        page_of, parties_of = _page(side, unread_only, task is not None, limit)
+        messages = page_of(*values)
+        _attach_parties(messages, parties_of(*values) if messages else [], known=row)
+        found.update((m.pk, m) for m in messages)
+    found = sorted(found.values(), key=lambda m: -m.pk)[:limit]
     attach_tasks(found)
     _attach_recipients(found, known=row)
     return found
 
 
-def _page(row_id, box, unread_only, task_id, limit):
-    """The newest `limit` messages of the row's inbox or sent box (of a task, if `task_id`)."""
+@functools.cache
+def _page(box, unread_only, by_task, limit):
+    """The inbox or sent page of one shape, and the rows of the other party of its messages
+    (their senders, or their recipients), each compiled once (core/compiled.py): every
+    messages_list call asks for them, and building them cost more than answering them. Their
+    parameters: the row's id, then the task's if `by_task`."""
+    from sessions_app.models import Session
+
     from .models import SessionMessage
 
-    whose = {"recipient_id": row_id} if box == "inbox" else {"sender_id": row_id}
-    messages = SessionMessage.objects.filter(**whose)
-    if unread_only:
-        # Native messages have no read mark: Claude Code delivers them, relaybay watches.
-        messages = messages.filter(read_at=None, channel=SessionMessage.Channel.MCP)
-    if task_id is not None:
-        messages = messages.filter(task_id=task_id)
-    return messages.select_related("sender", "recipient").order_by("-id")[:limit]
+    def page(row_id, *task_id):
+        whose = {"recipient_id": row_id} if box == "inbox" else {"sender_id": row_id}
+        messages = SessionMessage.objects.filter(**whose)
+        if unread_only:
+            # Native messages have no read mark: Claude Code delivers them, relaybay watches.
+            messages = messages.filter(read_at=None, channel=SessionMessage.Channel.MCP)
+        if by_task:
+            messages = messages.filter(task_id=task_id[0])
+        return messages.order_by("-id")[:limit]
+
+    def parties(*values):
+        return Session.objects.filter(pk__in=page(*values).values("sender_id" if box == "inbox" else "recipient_id"))
+
+    kinds = (int, int) if by_task else (int,)
+    return Compiled(page, kinds=kinds), Compiled(parties, kinds=kinds)
+
+
+def _attach_parties(messages, parties, *, known):
+    """Each message's sender and recipient rows (`known`, or one of `parties`), as
+    select_related would join them: their current names label the message."""
+    rows = {row.pk: row for row in parties}
+    rows[known.pk] = known
+    for message in messages:
+        # A row gone between the two reads is gone for the message too: its name as sent stands.
+        if message.sender_id:
+            message.sender = rows.get(message.sender_id)
+        if message.recipient_id:
+            message.recipient = rows.get(message.recipient_id)
 
 
 def _attach_recipients(messages, *, known):

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.compiled import compiled
 from core.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
 from core.pings import ping, send_to_group
 from core.inputs import clean_text, is_identifier_text, parse_id
@@ -87,8 +88,7 @@ def link_hook_session(row, hook_session, *, process=""):
     Refused, writing nothing, when another row's live exact link holds the id, unless that
     row is the session's own hook row and `process`, the caller's proof, is the link's.
     """
-    # Locked until commit (PostgreSQL) while this decides; its row is loaded only if it moves.
-    link = HookLink.objects.select_for_update().filter(hook_session=hook_session).first()
+    link = _link_to_move.first(hook_session)
     if link is None:
         return LinkResult(None, moved=False)
     if not (link.session_id == row.pk and link.exact):
@@ -139,6 +139,14 @@ def link_hook_session(row, hook_session, *, process=""):
         directory.with_links(row)
     link.session = row
     return LinkResult(link, moved=moved)
+
+
+@compiled
+def _link_to_move(hook_session: str):
+    """The hook id's link, locked until commit (PostgreSQL) while link_hook_session decides.
+    Every verified call that names its sender asks it: compiled once (core/compiled.py);
+    its row is loaded only when the link moves."""
+    return HookLink.objects.select_for_update().filter(hook_session=hook_session)
 
 
 def _hand_over(old, new):

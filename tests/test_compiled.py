@@ -1,6 +1,7 @@
-"""core/compiled.py: a queryset compiled once answers as the ORM does, and a compiled
-INSERT writes the row Model.save() writes. Runs on both configurations (SQLite here,
-PostgreSQL in the scale-out pass), as every send and hook runs these statements."""
+"""core/compiled.py: a queryset compiled once answers as the ORM does, or is refused when
+that cannot be shown; a compiled INSERT writes the row Model.save() writes. Runs on both
+configurations (SQLite here, PostgreSQL in the scale-out pass), as every send and hook runs
+these statements."""
 
 import importlib
 from datetime import datetime, timedelta
@@ -8,13 +9,15 @@ from datetime import datetime, timedelta
 import pytest
 from django.apps import apps as django_apps
 from django.db.models import Model, Q
-from django.db import connection
+from django.db import connection, transaction
+from django.db.models import signals
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.utils import timezone
 
 from messaging import fleet, reads
 from messaging.models import Dispatch, SessionMessage
-from core.compiled import Compiled, compiled, insert, insert_all
+from core.compiled import Compiled, Unprovable, compiled, insert, insert_all
 from sessions_app import directory
 from sessions_app.models import Event, HookLink, Session, SessionName, Task
 
@@ -57,7 +60,7 @@ def test_a_compiled_row_is_the_instance_the_orm_makes_without_model_init(two_ses
     def row_of(pk: int):
         return Session.objects.filter(pk=pk)
 
-    assert row_of(0) == []  # compiled, before Model.__init__ is made to fail
+    assert row_of(0) == [] and row_of.first(0) is None  # compiled, before Model.__init__ is made to fail
     built = []
     monkeypatch.setattr(Session, "__init__", lambda *a, **k: built.append(a) or pytest.fail("Model.__init__ ran"))
     row = row_of.first(alpha.pk)
@@ -89,13 +92,175 @@ def test_a_mark_inside_a_pattern_is_refused():
     def titled_like(text: str):
         return Session.objects.filter(title__contains=text)
 
-    with pytest.raises(ValueError, match="whole value"):
+    with pytest.raises(Unprovable, match="not a whole parameter"):
         titled_like("x")
+
+
+def test_a_lookup_that_escapes_its_value_is_refused_where_it_does(two_sessions):
+    """`iexact` escapes LIKE's wildcards in its value on SQLite: a statement built with a mark
+    would send "a_b" unescaped and find "axb" too. There it is refused; on PostgreSQL the value
+    passes untouched (UPPER on both sides is in the SQL), and the statement answers as the ORM."""
+    a_b = Session.objects.create(title="a_b")
+    Session.objects.create(title="axb")
+
+    @compiled
+    def titled(title: str):
+        return Session.objects.filter(title__iexact=title).order_by("pk")
+
+    if connection.vendor == "sqlite":
+        with pytest.raises(Unprovable, match="changed on its way"):
+            titled("A_B")
+    else:
+        assert titled("A_B") == list(Session.objects.filter(title__iexact="A_B").order_by("pk")) == [a_b]
+
+
+@pytest.mark.parametrize("kind", [str, int])
+def test_a_json_key_lookup_is_refused(two_sessions, kind):
+    """A JSON key lookup encodes its value: its mark is never found among the parameters (it was
+    once compiled into the statement as a literal, and every call matched nothing)."""
+    Event.objects.create(name="x.json", data={"message": kind(7)})
+
+    def about(message):
+        return Event.objects.filter(data__message=message)
+
+    with pytest.raises(Unprovable):
+        Compiled(about, kinds=(kind,))(kind(7))
+    assert len(about(kind(7))) == 1  # what the statement would have missed
+
+
+def test_a_parameter_the_statement_never_uses_is_refused():
+    @compiled
+    def every_row(pk: int):
+        return Session.objects.all()
+
+    with pytest.raises(Unprovable, match="parameter 0 is not among"):
+        every_row(1)
+
+
+def test_a_value_read_while_building_is_refused(two_sessions):
+    """The clock read in the build would be frozen into the statement at its first call."""
+
+    @compiled
+    def seen_lately(pk: int):
+        return Session.objects.filter(pk=pk, created_at__gt=timezone.now() - timedelta(minutes=1))
+
+    with pytest.raises(Unprovable, match="read while building"):
+        seen_lately(1)
+
+
+def test_values_not_of_the_kinds_proven_are_answered_by_the_orm(two_sessions):
+    """None (the ORM's IS NULL, where a statement's `= NULL` finds nothing), a str or a bool
+    for an int, an int out of the range the marks proved: the queryset answers, not the
+    statement."""
+    alpha, _ = two_sessions
+    orphan = Event.objects.create(name="x.orphan")
+    Event.objects.create(name="x.alpha", session=alpha)
+
+    @compiled
+    def feed_of(session_id: int):
+        return Event.objects.filter(session_id=session_id)
+
+    assert feed_of(alpha.pk) == list(Event.objects.filter(session_id=alpha.pk))
+    assert feed_of(None) == list(Event.objects.filter(session_id=None)) == [orphan]
+    assert feed_of(str(alpha.pk)) == list(Event.objects.filter(session_id=alpha.pk))
+    assert feed_of(True) == list(Event.objects.filter(session_id=True))
+    assert feed_of(2**40) == list(Event.objects.filter(session_id=2**40)) == []
+    assert feed_of.first(None) == orphan
+
+
+def test_first_reads_one_row_as_queryset_first_does(two_sessions):
+    """`.first()` is its own statement: LIMIT 1, ordered as QuerySet.first() orders (the
+    queryset's order, else by pk), never every row read to keep one."""
+    alpha, _ = two_sessions
+    HookLink.objects.bulk_create([HookLink(hook_session=f"old-{n}", session=alpha, state=HookLink.State.ENDED) for n in range(5)])
+
+    @compiled
+    def links(state: str):
+        return HookLink.objects.filter(state=state)  # HookLink's own ordering: newest first
+
+    @compiled
+    def unordered(state: str):
+        return HookLink.objects.filter(state=state).order_by()
+
+    for build, orm in ((links, HookLink.objects.filter(state="ended")), (unordered, HookLink.objects.filter(state="ended").order_by())):
+        with CaptureQueriesContext(connection) as queries:
+            assert build.first("ended") == orm.first()
+        assert queries.captured_queries[-1]["sql"].endswith("LIMIT 1")
+    assert links.first("ended").hook_session == "old-4" and unordered.first("ended").hook_session == "hook-beta"
+    assert links.first("nothing") is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_select_for_update_outside_a_transaction_is_refused_on_every_call():
+    """Django refuses a SELECT ... FOR UPDATE outside a transaction while compiling it, which a
+    statement does once: the statement asks on every call, where the database locks rows."""
+    row = Session.objects.create(title="locked")
+    HookLink.objects.create(hook_session="hook-locked", session=row)
+
+    @compiled
+    def locked(hook_session: str):
+        return HookLink.objects.select_for_update().filter(hook_session=hook_session)
+
+    with transaction.atomic():
+        assert locked.first("hook-locked").session_id == row.pk
+    for _ in range(2):
+        if connection.features.has_select_for_update:
+            with pytest.raises(TransactionManagementError):
+                HookLink.objects.select_for_update().filter(hook_session="hook-locked").first()
+            with pytest.raises(TransactionManagementError):
+                locked.first("hook-locked")
+        else:  # SQLite: the ORM runs it (a transaction of SQLite's own locks the database)
+            assert locked.first("hook-locked") == HookLink.objects.select_for_update().filter(hook_session="hook-locked").first()
+
+
+def test_rows_of_a_model_with_init_receivers_are_made_by_from_db(two_sessions):
+    """loaded_rows skips Model.__init__ and so pre_init and post_init: with a receiver
+    connected, rows are made by Model.from_db, and the receiver sees each as the ORM's would."""
+    alpha, _ = two_sessions
+    seen = []
+
+    def saw(sender, instance, **kwargs):
+        seen.append(instance.hook_session)
+
+    directory.with_links(alpha)  # compiled, with no receiver
+    signals.post_init.connect(saw, sender=HookLink)
+    try:
+        compiled_links = [link.hook_session for link in directory.with_links(alpha).newest_links()]
+        orm_links = [link.hook_session for link in HookLink.objects.filter(session=alpha).order_by("-id")]
+    finally:
+        signals.post_init.disconnect(saw, sender=HookLink)
+    assert compiled_links == orm_links == ["hook-alpha"] and seen == compiled_links + orm_links
+
+
+def test_insert_sends_save_signals_when_a_receiver_listens(two_sessions):
+    alpha, _ = two_sessions
+    saved = []
+
+    def saw(sender, instance, created, **kwargs):
+        saved.append((instance.name, created))
+
+    insert(Event(name="x.quiet", session=alpha))
+    signals.post_save.connect(saw, sender=Event)
+    try:
+        row = insert(Event(name="x.heard", session=alpha))
+    finally:
+        signals.post_save.disconnect(saw, sender=Event)
+    assert saved == [("x.heard", True)] and Event.objects.get(pk=row.pk).name == "x.heard"
+
+
+def test_an_unsaved_related_row_is_refused_as_save_and_bulk_create_refuse_it():
+    unsaved = Session(title="never saved")
+    with pytest.raises(ValueError, match="unsaved related object"):
+        insert(Event(name="x.lost", session=unsaved))
+    with pytest.raises(ValueError, match="unsaved related object"):
+        insert_all([Event(name="x.lost", session=unsaved)])
+    assert not Event.objects.filter(name="x.lost").exists()
 
 
 def test_a_name_is_looked_up_by_index_not_by_scanning_every_row(two_sessions):
     alpha, _ = two_sessions
     Session.objects.bulk_create([Session(kind="mcp", title=f"other {i}", name_keys=f"\nother {i}\n") for i in range(30)])
+    directory.find_sessions("other 1")  # its statements compiled
     with CaptureQueriesContext(connection) as queries:
         assert directory.find_sessions("ALPHA 100%_done ") == [alpha]
     rows_sql = queries.captured_queries[0]["sql"]
@@ -120,7 +285,8 @@ def test_live_rows_are_found_by_the_live_links_index_not_by_walking_every_link(t
         for shape in [(False, True, True, directory.LIST_LIMIT, shown) for shown in (False, True)] + [(True, False, True, directory.LIST_LIMIT, False)]:
             for statement in directory._listing(*shape):
                 with connection.cursor() as cursor:
-                    cursor.execute("EXPLAIN QUERY PLAN " + statement.statement().sql, statement.statement().params((0, "/work/a")))
+                    values = ([0] if shape[0] else []) + (["/work/a"] if shape[1] else [])
+                    cursor.execute("EXPLAIN QUERY PLAN " + statement.statement().sql, statement.statement().params(values))
                     plan = [row[-1] for row in cursor.fetchall()]
                 assert not [step for step in plan if step.startswith("SCAN") and "hooklink_live" not in step], plan
 
@@ -138,7 +304,7 @@ def test_a_list_reads_the_links_of_its_rows_only(two_sessions):
     )
     for shape in [(True, False, False, False), (True, False, True, False), (False, True, True, False), (True, False, False, True)]:
         statement = directory._listing(*shape[:3], directory.LIST_LIMIT, shape[3])[1].statement()
-        params = statement.params((ledger.pk, "/work/a"))
+        params = statement.params(([ledger.pk] if shape[0] else []) + (["/work/a"] if shape[1] else []))
         with connection.cursor() as cursor:
             if connection.vendor == "sqlite":
                 cursor.execute("EXPLAIN QUERY PLAN " + statement.sql, params)
@@ -485,9 +651,10 @@ def test_sessions_list_reads_only_the_columns_it_shows_and_answers_as_every_colu
     HookLink.objects.create(hook_session="hook-busy-old", session=busy, exact=True, state=HookLink.State.BUSY)
     HookLink.objects.create(hook_session="hook-busy-new", session=busy, state=HookLink.State.ENDED)
 
-    api.get("/sessions_list")  # compiled
+    api.get("/sessions_list")
     with CaptureQueriesContext(connection) as queries:
         listed = api.get("/sessions_list").json()["sessions"]
+    queries = list(queries.captured_queries)  # a request outside a capture empties the log
     every_column = []
     for row in directory.listed_sessions():
         summary, why = directory.session_summary(row), directory.why_not_deliverable(row)
@@ -496,6 +663,7 @@ def test_sessions_list_reads_only_the_columns_it_shows_and_answers_as_every_colu
     assert {s["why_not"] for s in listed} >= {"", directory.NOT_DELIVERABLE[directory.Arrival.NO_LINK], directory.NOT_DELIVERABLE[directory.Arrival.ENDED], directory.NOT_DELIVERABLE[directory.Arrival.GUESSED]}
     # Nothing read row by row (a field left out and then asked for would be): seven rows take
     # the statements one row takes, and the task's.
+    api.get("/sessions_list", folder="/work/b")  # that shape's statements compiled
     with CaptureQueriesContext(connection) as one_row:
         assert len(api.get("/sessions_list", folder="/work/b").json()["sessions"]) == 1
     assert len(queries) == len(one_row) + 1

@@ -11,18 +11,20 @@ several hooks of one session run at once each item goes to exactly one of them, 
 and PostgreSQL alike, whichever process serves the hook.
 """
 
+import functools
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Exists, F, Q
+from django.db import connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
+from core.compiled import Statement
 from core.pings import ping
 
 from .. import directory, identity
 from ..feed import record_event
-from ..models import Comment, HookLink, Session
+from ..models import Comment, HookLink
 
 BUDGET = 8000
 STOP_BLOCKS_PER_TURN = 3
@@ -134,14 +136,32 @@ def answer_size(kind, item, block):
     return len(Delivery([(kind, item, block)]).text())
 
 
+@functools.cache
+def _pending_statements(registered, vendor):
+    """Each kind's `waiting` queryset as a statement compiled once (core/compiled.py): the same
+    definition as the ORM's, with the session id its only parameter."""
+    return tuple(Statement(lambda session_id: kind.waiting(session_id).order_by().values_list("pk")[:1], (int,)) for kind in registered)
+
+
+def pending_sql(session_id):
+    """The one statement asking each kind whether anything waits, and its parameters."""
+    statements = _pending_statements(kinds(), connection.vendor)
+    sql = "SELECT " + ", ".join(f"EXISTS({statement.sql})" for statement in statements)
+    return sql, [param for statement in statements for param in statement.params((session_id,))]
+
+
 def pending(session_id):
     """The kinds that have something pending for the session (empty when nothing waits).
-    Every hook asks, and mostly hears no, so it is one statement: an EXISTS of each kind's
-    `waiting` queryset, read beside the session's row (the link asking has one)."""
+    Every hook asks, and mostly hears no, so it is one statement, compiled once from the
+    kinds' `waiting` querysets because building it with the ORM each time costs more than
+    the database takes to answer it."""
     registered = kinds()
-    asks = Session.objects.filter(pk=session_id).values_list(*[Exists(kind.waiting(session_id)) for kind in registered])
-    found = asks.first()
-    return tuple(kind for kind, waits in zip(registered, found or ()) if waits)
+    if not _pending_statements(registered, connection.vendor)[0].proves((session_id,)):
+        return tuple(kind for kind in registered if kind.waiting(session_id).exists())
+    with connection.cursor() as cursor:
+        cursor.execute(*pending_sql(session_id))
+        found = cursor.fetchone()
+    return tuple(kind for kind, waits in zip(registered, found) if waits)
 
 
 def claim_pending(link, carrier, looking=None):
