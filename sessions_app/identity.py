@@ -52,8 +52,10 @@ def process_running(link, now):
 def speaks_for(link, process, now):
     """Whether a hook or call carrying `process` (a proof, or '' for none) may speak for `link`:
     the link's own process, a link no process has proven, or one whose process has exited (a
-    restart, /resume). A running process's link never passes to another process's proof."""
-    return not link.process_proof or link.process_proof == process or not process_running(link, now)
+    restart, /resume). A running process's link never passes to another process's proof. A
+    hook without a proof is believed by its hook id (Claude Code's http hooks cannot send one)
+    and never moves the link's proof."""
+    return not process or not link.process_proof or link.process_proof == process or not process_running(link, now)
 
 
 def running_holder(row, process, now, *, besides=None):
@@ -73,6 +75,11 @@ def generated_native_name(native_name, cwd):
     """Whether a native name is the one Claude Code makes up (`<folder>-<hex>`), not one the
     person gave with --name or /rename."""
     return bool(re.fullmatch(re.escape(folder_name(cwd)) + r"-[0-9a-f]+", native_name or "", flags=re.IGNORECASE))
+
+
+def folder_derived_name(title, cwd):
+    """Whether a row's title is one relaybay gave it from its folder (`web`, `web-2`)."""
+    return bool(re.fullmatch(re.escape(folder_name(cwd)[:TITLE_MAX]) + r"(-[0-9]+)?", title or "", flags=re.IGNORECASE))
 
 
 def default_name(cwd, native_name=""):

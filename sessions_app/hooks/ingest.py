@@ -127,10 +127,12 @@ def _native_names(link, payload, feed):
         if name is not None:
             updates.update(native_name=name, native_name_key=fold_name(name))
             feed.append(feed_row("link.native_name", session_id=link.session_id, hook_session=link.hook_session, data={"name": name, "was": link.native_name}))
-            if not payload.get("relaybay_session"):
-                # A start named by RELAYBAY_SESSION goes by that name, not by its native name
-                # (docs/rules.md §1.5); a later /rename is followed.
-                _follow_rename(link, name, feed)
+            # A /rename is a native name that changes; the first one reported names the session
+            # only while it goes by its folder's name (a start named by RELAYBAY_SESSION keeps
+            # that name, docs/rules.md §1.5).
+            renamed = bool(link.native_name)
+            if renamed or not payload.get("relaybay_session"):
+                _follow_rename(link, name, feed, renamed=renamed)
     if isinstance(socket, str) and 0 < len(socket) <= 500 and claude_native.socket_path(socket) != link.native_socket:
         updates["native_socket"] = claude_native.socket_path(socket)
     for field, value in updates.items():
@@ -138,13 +140,17 @@ def _native_names(link, payload, feed):
     return updates
 
 
-def _follow_rename(link, native_name, feed):
+def _follow_rename(link, native_name, feed, *, renamed):
     """A native name the person gave (/rename, --name) becomes the session's name
-    (docs/rules.md §1.5), unless another row goes by it already."""
+    (docs/rules.md §1.5), unless another row goes by it already. `renamed`: it replaces an
+    earlier native name; else it is the first reported, which names only a session that goes
+    by its folder's name."""
     if identity.generated_native_name(native_name, link.cwd):
         return
     row = Session.objects.get(pk=link.session_id)
     if row.kind != Session.Kind.HOOK or fold_name(row.title) == fold_name(native_name):
+        return
+    if not renamed and not identity.folder_derived_name(row.title, link.cwd):
         return
     if any(other.pk != row.pk for other in directory.find_sessions(native_name)):
         feed.append(feed_row("session.rename_refused", session=row, hook_session=link.hook_session, data={"name": native_name, "reason": "in use"}))
@@ -217,8 +223,9 @@ def _link(hook_session, event_name, payload, process, now):
     return link, ""
 
 
-def _answer(link, event_name, note):
-    """The hook answer: the session's identity at its start, else what waits for it, claimed."""
+def _answer(link, event_name, note, confirming):
+    """The hook answer: the session's identity at its start, else what waits for it, claimed
+    (left offered until the hook client confirms it, when it does: docs/rules.md §2.3)."""
     if event_name == "SessionStart":
         text = directory.identity_text(link) + (f"\n{note}" if note else "")
         answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
@@ -230,16 +237,17 @@ def _answer(link, event_name, note):
     if not waiting:
         return {}
     if event_name == "Stop":
-        return delivery.stop_answer(link, waiting)
-    claimed = delivery.claim_pending(link, event_name, waiting)
+        return delivery.stop_answer(link, waiting, confirming=confirming)
+    claimed = delivery.claim_pending(link, event_name, waiting, confirming=confirming)
     return delivery.context_answer(event_name, claimed) if claimed else {}
 
 
-def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
+def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirming=False):
     """One hook event, in one pass (docs/rules.md §2.1): parse the payload, link the hook id to
     its session, apply the event to the link, write its feed rows once, claim what waits and
     answer with it. `process` is the proof of the Claude Code process that ran the hook
-    (directory.process_proof); a replayed event is long past and proves nothing."""
+    (directory.process_proof); a replayed event is long past and proves nothing. `confirming`:
+    the hook client confirms what it prints (docs/rules.md §2.3)."""
     payload = check_payload(payload)
     event_name, hook_session, now = payload["hook_event_name"], payload["session_id"], timezone.now()
     process = "" if replay else process
@@ -257,4 +265,4 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process=""):
         if traffic:
             claude_native.report(link, traffic, now)
         # Nobody waits for a replayed event's answer: nothing is delivered through it.
-        return {} if replay else _answer(link, event_name, note)
+        return {} if replay else _answer(link, event_name, note, confirming)

@@ -1,5 +1,5 @@
-"""relaybay's http MCP server under the real Claude Code CLI, connected by the default
-`manage.py claude_config --session NAME` file: the five tools answer over /mcp, sends are
+"""relaybay's http MCP server under the real Claude Code CLI, connected by the
+`manage.py claude_config --session NAME --mcp-http` file: the five tools answer over /mcp, sends are
 verified through the process proof (no hook_session written by the model), the proof follows
 the session id after /clear in an interactive session, a session without a proof gets the
 answers of a wrong hook_session, and no MCP process runs per session."""
@@ -27,7 +27,7 @@ def setup(live_relaybay, tmp_path):
     def make(name, *extra):
         root = tmp_path / name
         (root / "project").mkdir(parents=True)
-        settings = write_settings(live_relaybay, root / "settings.json", "--session", name, "--wait", "1", "--spool", str(root / "spool"), *extra)
+        settings = write_settings(live_relaybay, root / "settings.json", "--session", name, "--mcp-http", "--wait", "1", "--spool", str(root / "spool"), *extra)
         server = ModelServer().start()
         servers.append(server)
         return settings, root / "project", root / "home", server
@@ -184,15 +184,15 @@ def test_after_clear_the_proof_follows_the_new_session_id(setup, live_relaybay):
     assert (after["sender"], after["sender_verified"]) == (alpha, True)
 
 
-def test_a_session_under_the_default_config_links_itself_and_is_told_it_is_linked(live_relaybay, tmp_path):
-    # The config `make run` prints: no --session, so the session's link is only guessed until
-    # the model names itself with session_link (the SessionStart note tells it how).
+def test_a_plain_session_takes_a_name_with_session_link_and_is_told_it_is_linked(live_relaybay, tmp_path):
+    # The config `make run` prints (no --session): the session goes by its folder's name and
+    # takes another with session_link, its own row going with it.
     suffix = uuid.uuid4().hex[:6]
     gamma = f"gamma-{suffix}"
     status, _ = live_relaybay.post("/desktop", {"desktop_id": f"desk-{gamma}", "title": gamma})
     assert status == 200
     (tmp_path / "project").mkdir()
-    settings = write_settings(live_relaybay, tmp_path / "settings.json", "--wait", "1", "--spool", str(tmp_path / "spool"))
+    settings = write_settings(live_relaybay, tmp_path / "settings.json", "--mcp-http", "--wait", "1", "--spool", str(tmp_path / "spool"))
     with ModelServer() as model:
         model.add_steps(tool(LINK, {"session": gamma}), text("linked"))
         result = run(settings, tmp_path / "project", tmp_path / "home", model)
