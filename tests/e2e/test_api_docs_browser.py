@@ -12,6 +12,10 @@ import pytest
 
 from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, log_in, start_board, stop_board
 
+# What this module tests is the client's or the page's own behaviour, which neither database
+# nor channel layer changes: make test runs it once, on the embedded pass.
+pytestmark = pytest.mark.embedded_only
+
 expect = playwright.expect
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 

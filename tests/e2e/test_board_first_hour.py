@@ -11,6 +11,10 @@ import pytest
 
 from tests.e2e.board_server import LAPTOP, OWNER, log_in, shot, start_board, stop_board
 
+# What this module tests is the client's or the page's own behaviour, which neither database
+# nor channel layer changes: make test runs it once, on the embedded pass.
+pytestmark = pytest.mark.embedded_only
+
 expect = playwright.expect
 
 LIVE_TIMEOUT = 5000

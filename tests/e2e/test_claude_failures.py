@@ -3,6 +3,7 @@ Chromium: a wrong token or an unreachable relaybay at session start is said on t
 screen (the SessionStart answer's systemMessage), and the board warns about refused hooks."""
 
 import playwright.sync_api as playwright
+import pytest
 
 from tests.e2e.board_server import CHROMIUM, CHROMIUM_ARGS, OWNER, log_in
 from tests.e2e.board_server import manage as manage_with_env
@@ -10,6 +11,10 @@ from tests.e2e.claude_cli import start_interactive
 from tests.e2e.model_server import text
 from tests.e2e.relaybay_cli import manage
 from tests.live_server import free_port, live_relaybay  # noqa: F401  (fixture)
+
+# What this module tests is the client's or the page's own behaviour, which neither database
+# nor channel layer changes: make test runs it once, on the embedded pass.
+pytestmark = pytest.mark.embedded_only
 
 
 def wrong_token_settings(live, path):

@@ -16,6 +16,10 @@ from tests.e2e.relaybay_cli import query, write_settings
 from tests.e2e.test_claude_messages import mcp_answer
 from tests.live_server import live_relaybay  # noqa: F401  (fixture)
 
+# What this module tests is the client's or the page's own behaviour, which neither database
+# nor channel layer changes: make test runs it once, on the embedded pass.
+pytestmark = pytest.mark.embedded_only
+
 SEND, LIST, ACK, LINK, SESSIONS = (f"mcp__relaybay__{name}" for name in ("message_send", "messages_list", "message_ack", "session_link", "sessions_list"))
 
 

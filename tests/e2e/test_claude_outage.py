@@ -3,10 +3,16 @@
 import json
 import urllib.request
 
+import pytest
+
 from tests.e2e.claude_cli import parse_result, run_claude
 from tests.e2e.model_server import text, tool
 from tests.e2e.relaybay_cli import manage, query, write_settings
 from tests.live_server import restart_relaybay, start_relaybay, stop_relaybay
+
+# What this module tests is the client's or the page's own behaviour, which neither database
+# nor channel layer changes: make test runs it once, on the embedded pass.
+pytestmark = pytest.mark.embedded_only
 
 
 class Server:

@@ -11,6 +11,10 @@ import pytest
 from tests.e2e.claude_cli import parse_result, run_claude, start_interactive
 from tests.e2e.model_server import ModelServer, text, tool, tools
 
+# What this module tests is the client's or the page's own behaviour, which neither database
+# nor channel layer changes: make test runs it once, on the embedded pass.
+pytestmark = pytest.mark.embedded_only
+
 
 def write_settings(tmp_path, hooks):
     path = tmp_path / "settings.json"

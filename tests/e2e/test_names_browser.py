@@ -3,8 +3,13 @@ name (never its session id), and when the owner renames it, every page, sessions
 messages it sent show the new name at once (docs/rules.md §1.5)."""
 
 import playwright.sync_api as playwright
+import pytest
 
 from tests.e2e.board_server import log_in, shot
+
+# What this module tests is the client's or the page's own behaviour, which neither database
+# nor channel layer changes: make test runs it once, on the embedded pass.
+pytestmark = pytest.mark.embedded_only
 
 expect = playwright.expect
 LIVE_TIMEOUT = 5000
