@@ -296,12 +296,20 @@ class Client:
     def request(self, method, path, body=None):
         if isinstance(body, (dict, list)):
             body = json.dumps(body).encode()
+        reused = self.conn is not None
         conn = self._connection()
         started = time.perf_counter()
         try:
             conn.request(method, path, body=body, headers=self.headers)
             response = conn.getresponse()
             data = response.read()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            self.close()
+            if not reused:
+                raise
+            # The server closed the kept-alive connection while it sat idle (relaybay/serve.py's
+            # header timeout) before this request reached it: once more on a new connection.
+            return self.request(method, path, body)
         except (OSError, http.client.HTTPException):
             self.close()
             raise

@@ -35,6 +35,7 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     INVALID_REQUEST = "invalid_request"
     NO_SUCH_ROUTE = "no_such_route"
+    HOST_NOT_SERVED = "host_not_served"
     DATABASE_UNAVAILABLE = "database_unavailable"
     CHANNEL_LAYER_UNAVAILABLE = "channel_layer_unavailable"
 
@@ -63,6 +64,7 @@ HTTP_STATUS = {
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.INVALID_REQUEST: 422,
     ErrorCode.NO_SUCH_ROUTE: 404,
+    ErrorCode.HOST_NOT_SERVED: 400,
     ErrorCode.DATABASE_UNAVAILABLE: 503,
     ErrorCode.CHANNEL_LAYER_UNAVAILABLE: 503,
 }

@@ -133,8 +133,9 @@ async def _refuse(send):
 
 def asgi_app(server):
     """`server` (an SDK MCPServer) as relaybay serves MCP: stateless, JSON answers, behind the token."""
-    # The bearer token guards it, so a page in the owner's browser cannot call it whatever
-    # Host it names; ALLOWED_HOSTS is Django's to enforce for the board.
+    # relaybay.asgi refuses a Host or Origin relaybay is not served as before a request reaches
+    # /mcp (core/hosts.py): the board's and the API's one list and matching, and the API's JSON
+    # 400. The SDK's own check, with a list and answers of its own, stays off.
     server.streamable_http_app(
         stateless_http=True,
         json_response=True,

@@ -39,6 +39,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from board.routing import websocket_urlpatterns  # noqa: E402
+from core import hosts  # noqa: E402
 from core.dbthreads import threads as db_threads  # noqa: E402
 from core.pings import send_held  # noqa: E402
 from mcp_server.http import mcp_asgi_app  # noqa: E402
@@ -63,6 +64,13 @@ async def serve_api(scope, receive, send):
 
 async def http(scope, receive, send):
     path = scope["path"]
+    # Only the hosts relaybay is served as, on every path (core/hosts.py): the board's chain
+    # checks its own, /api/ and /mcp run no chain. /mcp checks Origin too (DNS rebinding).
+    if path.startswith("/api/") or path == "/mcp":
+        refused = hosts.refusal(scope, origin=path == "/mcp")
+        if refused:
+            await hosts.refuse(send, refused)
+            return
     if path.startswith("/api/") and path not in API_PAGES_FOR_THE_OWNER:
         await serve_api(scope, receive, send)
     elif path == "/mcp":

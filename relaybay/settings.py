@@ -76,9 +76,20 @@ RELAYBAY_HOLD_HOURS = envint("RELAYBAY_HOLD_HOURS", 72)
 RELAYBAY_WAKE_CAP = envint("RELAYBAY_WAKE_CAP", 3)
 
 DEBUG = envbool("DJANGO_DEBUG", False)
-ALLOWED_HOSTS = os.environ.get("RELAYBAY_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",")
-if RELAYBAY_HOST not in ALLOWED_HOSTS and RELAYBAY_HOST not in {"0.0.0.0", "::"}:
-    ALLOWED_HOSTS.append(RELAYBAY_HOST)
+
+
+def served_hosts(extra, bind_host):
+    """The host names relaybay answers to on every path, the board, /api/ and /mcp alike
+    (core/hosts.py): loopback, the address it binds when that is one address, and the names
+    RELAYBAY_ALLOWED_HOSTS adds (comma-separated; a reverse proxy's name, docs/scale-out.md)."""
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    if bind_host not in {"", "0.0.0.0", "::"}:
+        names.append(f"[{bind_host}]" if ":" in bind_host and not bind_host.startswith("[") else bind_host)
+    names += [name.strip() for name in extra.split(",") if name.strip()]
+    return list(dict.fromkeys(names))
+
+
+ALLOWED_HOSTS = served_hosts(os.environ.get("RELAYBAY_ALLOWED_HOSTS", ""), RELAYBAY_HOST)
 
 INSTALLED_APPS = [
     "daphne",
@@ -105,8 +116,9 @@ INSTALLED_APPS = [
 # a bearer-token API has no use for sessions, CSRF, login or these headers and each step would cost
 # a thread hop on every hook; /mcp is the MCP SDK's own ASGI app. A middleware added here reaches
 # the board alone. Behaviour for every API route goes in core/api.py (the NinjaAPI's auth, parser
-# and exception handlers), for /mcp in mcp_server/http.py (MCPApp). The WSGI layout does run /api/
-# through this chain, so nothing here may change an API answer.
+# and exception handlers), for /mcp in mcp_server/http.py (MCPApp); relaybay/asgi.py checks the
+# Host of both against ALLOWED_HOSTS first (core/hosts.py), as CommonMiddleware does here. The
+# WSGI layout does run /api/ through this chain, so nothing here may change an API answer.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -15,3 +15,7 @@ urlpatterns = [
     re_path(r"^api/", no_such_route),
     path("", include("board.urls")),
 ]
+
+# A request for a host relaybay is not served as (core/hosts.py): under the WSGI layout /api/
+# passes the board's chain, whose refusal then answers the API's JSON.
+handler400 = "core.hosts.bad_request"

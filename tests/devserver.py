@@ -213,9 +213,10 @@ class Server:
         if self.kind == "gunicorn":
             return [str(VENV_BIN / "gunicorn"), "-w", str(self.processes), "--bind", f"fd://{fd}", "--access-logfile", "-",
                     "--timeout", "60", "--backlog", "1024", self.wsgi_app]
-        daphne = VENV_BIN / "daphne"
-        launcher = [str(daphne)] if daphne.exists() else [sys.executable, "-m", "daphne"]
-        return [*launcher, "--fd", str(fd), self.app]
+        # daphne with relaybay's header timeout, as `make run` starts it (relaybay/serve.py); a
+        # checkout from before that launcher (bench's --old REV) runs plain daphne.
+        launcher = "relaybay.serve" if (self.root / "relaybay" / "serve.py").exists() else "daphne"
+        return [sys.executable, "-m", launcher, "--fd", str(fd), self.app]
 
     def command_lines(self):
         """How the processes were started, for reports."""

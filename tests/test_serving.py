@@ -36,6 +36,8 @@ def _close_database_threads_connections():
 
 
 async def serve(method, path, body=None, headers=AUTH):
+    if not any(name == b"host" for name, _ in headers):
+        headers = [*headers, (b"host", b"127.0.0.1")]  # as every HTTP/1.1 client sends one
     communicator = HttpCommunicator(asgi.application, method, path, json.dumps(body).encode() if body is not None else b"", headers)
     response = await communicator.get_response(timeout=10)
     await communicator.wait(10)  # the request's end: request_finished, the thread's release

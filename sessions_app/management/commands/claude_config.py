@@ -11,6 +11,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from core.private_files import write_private
 from relaybay_hook.wait import DEFAULT_WAIT
 
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
@@ -52,9 +53,7 @@ def hook_config_file(values):
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.conf"
     if not path.exists() or path.read_text() != text:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        write_private(path, text)
     return path
 
 
@@ -148,15 +147,11 @@ def mcp_add_line(server):
     return shlex.join(["claude", "mcp", "add-json", "relaybay", json.dumps(server), "--scope", "user"])
 
 
-def write_private(path, config):
+def write_private_config(path, config):
     """Write the config (it holds the token) readable by its owner only."""
     path = Path(path).expanduser().resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # a file that existed keeps its mode otherwise
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(config, indent=2) + "\n")
-    return path
+    return write_private(path, json.dumps(config, indent=2) + "\n")
 
 
 def connect_line(path):
@@ -268,7 +263,7 @@ class Command(BaseCommand):
             )
             config.update(mcp)
         if options["output"]:
-            path = write_private(options["output"], config)
+            path = write_private_config(options["output"], config)
             self.stdout.write(f"Wrote {path} (it holds the token; readable by you only). Start Claude Code with it:\n  {connect_line(path)}")
             return
         if not options["mcp"]:

@@ -4,7 +4,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from sessions_app.management.commands.claude_config import connect_line, hook_settings, mcp_config, write_private
+from core.private_files import write_private
+from sessions_app.management.commands.claude_config import connect_line, hook_settings, mcp_config, write_private_config
 
 
 def client_address(host, port):
@@ -36,8 +37,7 @@ class Command(BaseCommand):
         if not User.objects.filter(is_staff=True).exists():
             created = secrets.token_urlsafe(12)
             User.objects.create_superuser(username=username, password=created, email="")
-            password_file.write_text(created + "\n")
-            password_file.chmod(0o600)
+            write_private(password_file, created + "\n")
         owner = User.objects.filter(is_staff=True).order_by("id").first()
         reset = f"python manage.py changepassword {owner.username}"
         if created:
@@ -48,11 +48,11 @@ class Command(BaseCommand):
             login = f"user {owner.username!r} with the password you set (change it: {reset})"
 
         address = client_address(settings.RELAYBAY_HOST, settings.RELAYBAY_PORT)
-        settings.RELAYBAY_ADDRESS_FILE.write_text(address + "\n")
+        write_private(settings.RELAYBAY_ADDRESS_FILE, address + "\n")
         token = settings.RELAYBAY_TOKEN
         config = hook_settings(url=address, token=token)
         config.update(mcp_config(url=address, token=token))
-        claude_file = write_private(settings.DATA_DIR / "claude.json", config)
+        claude_file = write_private_config(settings.DATA_DIR / "claude.json", config)
         ignored = "; git ignores data/" if claude_file.parent == (settings.BASE_DIR / "data").resolve() else ""
         self.stdout.write(
             "\n".join(
