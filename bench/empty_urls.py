@@ -6,10 +6,10 @@
 from django.urls import path
 from ninja import NinjaAPI
 
-from core.auth import AsyncTokenAuth, TokenAuth
+from core.auth import AgentAuth, AsyncAgentAuth
 from relaybay.urls import urlpatterns as relaybay_urlpatterns
 
-bench_api = NinjaAPI(title="relaybay bench", version="bench", auth=TokenAuth(), urls_namespace="bench", docs_url=None)
+bench_api = NinjaAPI(title="relaybay bench", version="bench", auth=AgentAuth(), urls_namespace="bench", docs_url=None)
 
 
 @bench_api.post("/empty", response=dict)
@@ -17,7 +17,7 @@ def empty(request):
     return {}
 
 
-@bench_api.post("/empty_async", response=dict, auth=AsyncTokenAuth())
+@bench_api.post("/empty_async", response=dict, auth=AsyncAgentAuth())
 async def empty_async(request):
     return {}
 

@@ -76,8 +76,8 @@ def run(backend_kind, runs, data_dir):
             for sql, ms in seen.items():
                 per_statement[sql].append(ms)
 
-    # messages_list for the same session, in process through Django's test client (WSGI handler,
-    # middleware, ninja): 40 messages in its inbox, a page of 20.
+    # messages_list for the same session, by itself (its hook id), in process through Django's test
+    # client (WSGI handler, middleware, ninja): 40 messages in its inbox, a page of 20.
     from django.test import Client
 
     from messaging.models import SessionMessage
@@ -97,7 +97,7 @@ def run(backend_kind, runs, data_dir):
         current.clear()
         with connection.execute_wrapper(wrapper):
             started = time.perf_counter()
-            response = client.get(f"/api/messages_list?session=S-{row.pk}")
+            response = client.get(f"/api/messages_list?session=S-{row.pk}&hook_session={hook}")
             total = (time.perf_counter() - started) * 1000
         assert response.status_code == 200, response.content
         if i >= 10:

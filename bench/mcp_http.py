@@ -155,31 +155,36 @@ class Relaybay:
         self.auth = {"Authorization": f"Bearer {server.token}"}
         self.tag = secrets.token_hex(3)
 
-    def start_session(self, name, cwd="/work/p"):
+    def start_session(self, name, cwd="/work/p", messaging_token=None):
         """A Claude Code session named `name` starts; its hook carries its process's proof."""
-        proof = {PROCESS_HEADER: process_proof(secrets.token_hex(16))}
+        proof = {PROCESS_HEADER: process_proof(messaging_token or secrets.token_hex(16))}
         payload = {"hook_event_name": "SessionStart", "session_id": f"hook-{name}", "source": "startup", "cwd": cwd, "relaybay_session": name}
         answer = self.http.post(f"{self.server.url}/api/hooks", json=payload, headers={**self.auth, **proof})
         answer.raise_for_status()
         return proof
 
     def seed(self):
-        """Two recipients: one whose 20 waiting messages (from unverified names) messages_list
-        returns, every status worked out; and the inbox the sends go to, which takes its mail
-        in after each block (take_in), as a working session does, so it stays under the unread
-        cap (50 undelivered messages per recipient)."""
+        """Two recipients: one whose 20 waiting messages (from 20 sessions) messages_list returns,
+        every status worked out, listed by the recipient itself (its process's messaging token:
+        its mail is its own, docs/rules.md §4.4); and the inbox the sends go to, which takes its
+        mail in after each block (take_in), as a working session does, so it stays under the
+        unread cap (50 undelivered messages per recipient)."""
         self.recipient = f"recipient-{self.tag}"
         self.inbox = f"inbox-{self.tag}"
-        self.start_session(self.recipient)
+        self.recipient_token = secrets.token_hex(16)
+        self.recipient_proof = self.start_session(self.recipient, messaging_token=self.recipient_token)
         self.start_session(self.inbox)
         # The three live sessions of a folder of their own, which each broadcast reaches.
         self.group = [f"group-{i}-{self.tag}" for i in range(BROADCAST_TO)]
         for name in self.group:
             self.start_session(name, cwd=GROUP_FOLDER)
+        # Each from a session of its own: a sender's budget is 10 sends a minute.
         for i in range(20):
+            seed = f"seed-{i}-{self.tag}"
+            self.start_session(seed)
             answer = self.http.post(
                 f"{self.server.url}/api/message_send",
-                json={"body": f"{BODY} ({i})", "to": self.recipient, "session": f"seed-{i}-{self.tag}"},
+                json={"body": f"{BODY} ({i})", "to": self.recipient, "session": seed, "hook_session": f"hook-{seed}"},
                 headers=self.auth,
             )
             answer.raise_for_status()
@@ -209,7 +214,7 @@ class RelaybayHTTP:
         await self.stack.__aenter__()
         proofs = [self.r.start_session(self.sender_name(i)) for i in range(SENDERS)]
         self.senders = [await listed(await self.stack.enter_async_context(http_session(self.r.mcp_url, {**self.r.auth, **p}))) for p in proofs]
-        self.reader = self.senders[0]
+        self.reader = await listed(await self.stack.enter_async_context(self.connect()))
         self.floor = await listed(await self.stack.enter_async_context(http_session(f"{self.r.server.url}/bench/mcp", self.r.auth)))
         return self
 
@@ -260,7 +265,8 @@ class RelaybayHTTP:
         return f"http-sender-{turn % SENDERS}-{self.r.tag}"
 
     def connect(self):
-        return http_session(self.r.mcp_url, self.r.auth)
+        """A connection of the recipient's own Claude Code process: it lists its own mail."""
+        return http_session(self.r.mcp_url, {**self.r.auth, **self.r.recipient_proof})
 
     first_call = ("messages_list", None)
 
@@ -270,7 +276,15 @@ class RelaybayStdio:
         self.r = relaybay
         self.label = label
         self.command, self.args, self.cwd = command, args, cwd
-        self.env = {"PATH": os.environ["PATH"], "RELAYBAY_URL": relaybay.server.url, "RELAYBAY_TOKEN": relaybay.server.token, **(extra_env or {})}
+        # Started by the recipient's Claude Code process: its proof lists the recipient's mail; the
+        # sends name each sender's hook_session.
+        self.env = {
+            "PATH": os.environ["PATH"],
+            "RELAYBAY_URL": relaybay.server.url,
+            "RELAYBAY_TOKEN": relaybay.server.token,
+            "CLAUDE_CODE_MESSAGING_TOKEN": relaybay.recipient_token,
+            **(extra_env or {}),
+        }
         self.turn = 0
 
     async def __aenter__(self):

@@ -1,4 +1,4 @@
-"""The one NinjaAPI: routers per app, token auth, domain errors mapped in one place."""
+"""The one NinjaAPI: routers per app, each route's credential (core/auth.py), domain errors mapped in one place."""
 
 import logging
 
@@ -12,7 +12,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from . import inputs
-from .auth import TOKEN_REFUSED, TokenAuth, owner_or_token_required
+from .auth import TOKEN_REFUSED, OwnerAuth, owner_or_token_required
 from .errors import ErrorCode, RelaybayError, error_body
 
 
@@ -26,8 +26,11 @@ class StrictParser(Parser):
 api = NinjaAPI(
     title="relaybay API",
     version="1",
-    description="Hooks, desktop sessions and messages between sessions. Every route needs `Authorization: Bearer <RELAYBAY_TOKEN>`.",
-    auth=TokenAuth(),
+    description="Hooks, desktop sessions and messages between sessions. Every route needs `Authorization: Bearer <token>`: "
+    "the agents' token (`RELAYBAY_TOKEN`) or, for the routes the board reserves for the owner, the owner token "
+    "(`data/owner-token`). docs/rules.md §6 says which.",
+    # Each route names its credential (core/auth.py); one that names none is the owner's.
+    auth=OwnerAuth(),
     urls_namespace="api",
     parser=StrictParser(),
     docs_decorator=owner_or_token_required,

@@ -25,14 +25,17 @@ class ErrorCode(StrEnum):
     SELF_MESSAGE = "self_message"
     REPLY_TOO_DEEP = "reply_too_deep"
     ACK_NOT_PROVEN = "ack_not_proven"
+    READ_NOT_PROVEN = "read_not_proven"
     NOT_YOUR_MAIL = "not_your_mail"
     RATE_LIMITED = "rate_limited"
     INBOUND_REFUSED = "inbound_refused"
     UNREAD_CAP = "unread_cap"
+    UNPROVEN_NAMES_FULL = "unproven_names_full"
     BROADCAST_REACHES_NOBODY = "broadcast_reaches_nobody"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     # Around the actions: the API's own answers.
     UNAUTHORIZED = "unauthorized"
+    OWNER_ONLY = "owner_only"
     INVALID_REQUEST = "invalid_request"
     NO_SUCH_ROUTE = "no_such_route"
     HOST_NOT_SERVED = "host_not_served"
@@ -55,13 +58,16 @@ HTTP_STATUS = {
     ErrorCode.SELF_MESSAGE: 403,
     ErrorCode.REPLY_TOO_DEEP: 403,
     ErrorCode.ACK_NOT_PROVEN: 403,
+    ErrorCode.READ_NOT_PROVEN: 403,
     ErrorCode.NOT_YOUR_MAIL: 403,
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.INBOUND_REFUSED: 403,
     ErrorCode.UNREAD_CAP: 429,
+    ErrorCode.UNPROVEN_NAMES_FULL: 429,
     ErrorCode.BROADCAST_REACHES_NOBODY: 403,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.OWNER_ONLY: 403,
     ErrorCode.INVALID_REQUEST: 422,
     ErrorCode.NO_SUCH_ROUTE: 404,
     ErrorCode.HOST_NOT_SERVED: 400,

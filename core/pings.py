@@ -96,7 +96,8 @@ class RelayFailed(Exception):
 def relay_to_server(group, message):
     """How a process other than the server (a management command) sends: with the in-memory
     channel layer (the embedded default) the server's boards and waiters are in its process,
-    so the send goes through its API (/api/relay); with Redis, straight to the layer.
+    so the send goes through its API (/api/relay, the owner's: commands run as the owner and
+    send the owner token from data/); with Redis, straight to the layer.
     Raises RelayFailed when the server does not take it, for the command to say so."""
     if settings.REDIS_URL:
         send_to_group(group, message)
@@ -105,7 +106,7 @@ def relay_to_server(group, message):
     request = urllib.request.Request(
         url + "/api/relay",
         data=json.dumps({"group": group, "message": message}).encode(),
-        headers={"Authorization": f"Bearer {settings.RELAYBAY_TOKEN}", "Content-Type": "application/json"},
+        headers={"Authorization": f"Bearer {settings.RELAYBAY_OWNER_TOKEN}", "Content-Type": "application/json"},
     )
     try:
         urllib.request.urlopen(request, timeout=5).close()

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from messaging import api as routes
 from messaging.schemas import AckIn, BroadcastIn, LinkIn, MessagesListQuery, SendIn, SessionsListQuery
 from core.api import database_unavailable_detail, invalid_detail
-from core.auth import TOKEN_REFUSED, token_matches
+from core.auth import TOKEN_REFUSED, credential_of
 from core.dbthreads import threads as db_threads
 from core.errors import ErrorCode, RelaybayError, error_body, tool_error_text
 from core.limits import Limits
@@ -55,7 +55,7 @@ NO_PROOF = (
 )
 
 
-def _operate(operation, fields, proof):
+def _operate(operation, fields, proof, credential=None):
     """One tool call's database step: fill in the proven hook session, then the route's body."""
     route, schema = OPERATIONS[operation]
     if operation in PROVEN:
@@ -66,23 +66,27 @@ def _operate(operation, fields, proof):
         data = schema.model_validate(fields)
     except ValidationError as error:
         raise ToolError(tool_error_text(ErrorCode.INVALID_REQUEST, invalid_detail(error.errors(include_url=False)))) from None
-    return route(ProvenCall(proof), data)
+    return route(ProvenCall(proof, credential), data)
 
 
 class ProvenCall:
-    """What a route reads of its request when a tool runs its body: the caller's process proof."""
+    """What a route reads of its request when a tool runs its body: the caller's process proof,
+    and the credential its bearer token is (request.auth, core/auth.py)."""
 
-    def __init__(self, proof):
+    def __init__(self, proof, credential=None):
         self.headers = {directory.PROCESS_HEADER: proof} if proof else {}
+        self.auth = credential
 
 
 class DirectBackend:
     """The tools' operations inside relaybay: the routes' bodies on the database threads."""
 
     async def call(self, operation, fields, ctx):
-        proof = directory.process_proof((ctx.headers or {}).get(directory.PROCESS_HEADER.lower()))
+        headers = ctx.headers or {}
+        proof = directory.process_proof(headers.get(directory.PROCESS_HEADER.lower()))
+        credential = credential_of(_token(headers.get("authorization", "")))
         try:
-            return await db_threads.run(_operate, operation, fields, proof)
+            return await db_threads.run(_operate, operation, fields, proof, credential)
         except RelaybayError as error:
             raise ToolError(tool_error_text(error.code, error.message)) from None
         except (OperationalError, InterfaceError) as error:
@@ -90,7 +94,7 @@ class DirectBackend:
 
 
 class MCPApp:
-    """/mcp: the token check, then the SDK's streamable-HTTP handler."""
+    """/mcp: the token check (the agents' token or the owner's), then the SDK's streamable-HTTP handler."""
 
     def __init__(self, manager):
         self.manager = manager
@@ -98,7 +102,7 @@ class MCPApp:
         self._task = None
 
     async def __call__(self, scope, receive, send):
-        if not token_matches(_bearer(scope)):
+        if not credential_of(_bearer(scope)):
             await _refuse(send)
             return
         await self._started()
@@ -119,9 +123,13 @@ class MCPApp:
 def _bearer(scope):
     for name, value in scope["headers"]:
         if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" else ""
+            return _token(value.decode("latin-1"))
     return ""
+
+
+def _token(authorization):
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 async def _refuse(send):

@@ -48,11 +48,19 @@ def claim_of(*, session=None, session_title=None, hook_session=None, what="sessi
 @dataclass
 class Caller:
     """Who a call is, once a rule has judged its claim: the row, the name it goes by here,
-    and whether its proof holds (a live exact link of its own)."""
+    whether its proof holds (a live exact link of its own), and the process that proves it:
+    the link's process proof, `link:<id>` for a link whose hooks send none, "" when unproven.
+    Sends are counted per process (fleet.check_rate), so a new name is no new budget."""
 
     row: Session
     name: str
     verified: bool
+    process: str = ""
+
+
+def _proving(link):
+    """The process a verified caller's link stands for (Caller.process)."""
+    return link.process_proof or f"link:{link.pk}"
 
 
 def _linked_elsewhere(name):
@@ -85,7 +93,8 @@ def resolve_sender(claim):
         # (A live exact link is its row's only one: link_hook_session ends the others.)
         if not link.carries_deliveries and directory.live_exact_link(link.session) is not None:
             raise SenderRefused(_linked_elsewhere(link.session.public_name))
-        return Caller(link.session, link.session.public_name, link.carries_deliveries)
+        verified = link.carries_deliveries
+        return Caller(link.session, link.session.public_name, verified, _proving(link) if verified else "")
     # The named row is looked up once; a row made for a name that a refusal below rejects is
     # rolled back with the caller's transaction.
     row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
@@ -99,7 +108,8 @@ def resolve_sender(claim):
         if directory.live_exact_link(row) is not None:
             raise SenderRefused(_linked_elsewhere(name))
         return Caller(row, name, False)
-    return Caller(row, name, link_hook_session(row, hook_session).verified)
+    linked = link_hook_session(row, hook_session)
+    return Caller(row, name, linked.verified, _proving(linked.link) if linked.verified else "")
 
 
 def _check_body(body):
@@ -293,13 +303,13 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
                 f"so no second message was written. {first.handle} is {formatting.message_status(first, now)}"
             )
             return SendResult(send_answer(first, status, request_id=request_id, duplicate=True), first)
-        fleet.check_rate(sender.row, now)
+        fleet.check_rate(sender.process, now)
         fleet.lock_inboxes([recipient])
         verdict = fleet.inbound_verdict(recipient, now)
         if verdict.refused:
             raise Refused(verdict.why, code=verdict.code)
         task_row = get_task(task) if task not in (None, "") else (parent.task if parent else sender.row.task)
-        dispatch = fleet.record_dispatch(sender.row, Dispatch.Kind.SEND, request_id, now)
+        dispatch = fleet.record_dispatch(sender, Dispatch.Kind.SEND, request_id, now)
         (message,) = _write_messages(sender=sender, to=[(recipient, recipient_name, verdict)], body=body, task=task_row, parent=parent, now=now)
         if parent is not None and parent.recipient_id == sender.row.pk:
             proven, verified = _ack_proof(sender.row, (hook_session or "").strip() or None)
@@ -404,7 +414,7 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
                 "Nothing was sent; sessions_list shows who is there.",
                 code=ErrorCode.BROADCAST_REACHES_NOBODY,
             )
-        fleet.check_rate(sender.row, now)
+        fleet.check_rate(sender.process, now)
         fleet.lock_inboxes(recipients)
         firsts = fleet.firsts_of_duplicates(sender.row, recipients, body, now)
         plan = []
@@ -422,7 +432,7 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
                 code=ErrorCode.BROADCAST_REACHES_NOBODY,
             )
         kind = Dispatch.Kind.DRY_RUN if dry_run else Dispatch.Kind.BROADCAST
-        dispatch = fleet.record_dispatch(sender.row, kind, request_id, now)
+        dispatch = fleet.record_dispatch(sender, kind, request_id, now)
         report, to, written_for = [], [], []
         for recipient, verdict, first in plan:
             entry = {"to": recipient.public_name, "to_handle": recipient.handle, "message": None, "id": None}
@@ -493,6 +503,19 @@ def _ack_proof(row, hook_session):
     if proving:
         return hook_session in proving, True
     return True, False
+
+
+def check_mail_reader(row, hook_session):
+    """Who may list a row's mail (docs/rules.md §4.4): the ack rule's proof. A row with an exact
+    link is listed only for the session that link proves (or for the owner, whom the route
+    lets through before asking); a row that never linked itself, for anyone naming it."""
+    proven, _ = _ack_proof(row, hook_session)
+    if not proven:
+        raise Refused(
+            f'"{row.public_name}" has an exact hook link: its mail is listed for that session alone (the MCP server '
+            "fills in your hook_session to prove it) and for the owner. List your own mail: pass your own name in session.",
+            code=ErrorCode.READ_NOT_PROVEN,
+        )
 
 
 def resolve_reader(claim):

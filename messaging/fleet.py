@@ -1,4 +1,4 @@
-"""The rules a fleet of sessions adds to a send (docs/rules.md §4.8): rate slots, request ids, dedupe,
+"""The rules a fleet of sessions adds to a send (docs/rules.md §4.8): rate slots (per proven process), request ids, dedupe,
 the recipient's inbound policy and its unread cap. The send and broadcast actions call these
 inside their transaction, once the sender's sends take turns on every process (serialize_on);
 the recipient's inbox is locked too before its cap is judged.
@@ -24,22 +24,30 @@ from sessions_app.models import Session
 from .models import Dispatch, SessionMessage
 
 
-def check_rate(sender_row, now):
-    """One slot per accepted call (a broadcast or a dry run is one call, whatever its fan-out)."""
+def check_rate(process, now):
+    """One slot per accepted call (a broadcast or a dry run is one call, whatever its fan-out),
+    counted per proven process (`Caller.process`), never per name: a sender taking name after
+    name keeps its one budget, and every sender no live link proves ("") shares one."""
+    directory.serialize_on("rate", process)
     limit = settings.RELAYBAY_SENDS_PER_MINUTE
-    recent = _slots_taken(sender_row.pk, now - timedelta(minutes=1))
+    recent = _slots_taken(process, now - timedelta(minutes=1))
     if len(recent) >= limit:
         wait = max(1, int((recent[0] + timedelta(minutes=1) - now).total_seconds() + 0.999))
+        whose = (
+            "You sent"
+            if process
+            else "Senders whose name no live hook link proves share one budget, and together they sent"
+        )
         raise RateLimited(
-            f"You sent {limit} messages or broadcasts in the last minute, the limit. Nothing was sent. "
+            f"{whose} {limit} messages or broadcasts in the last minute, the limit. Nothing was sent. "
             f"Wait {wait} s before sending again."
         )
 
 
 @compiled(settings=("RELAYBAY_SENDS_PER_MINUTE",))
-def _slots_taken(sender_id: int, since: datetime):
-    """When the sender's calls since `since` were accepted, oldest first, up to the limit."""
-    window = Dispatch.objects.filter(sender_id=sender_id, created_at__gt=since)
+def _slots_taken(process: str, since: datetime):
+    """When the process's calls since `since` were accepted, oldest first, up to the limit."""
+    window = Dispatch.objects.filter(process=process, created_at__gt=since)
     return window.order_by("created_at").values_list("created_at", flat=True)[: settings.RELAYBAY_SENDS_PER_MINUTE]
 
 
@@ -73,8 +81,9 @@ def keep_answer(dispatch, request_id, answer):
         Dispatch.objects.filter(pk=dispatch.pk).update(answer=answer)
 
 
-def record_dispatch(sender_row, kind, request_id, now):
-    return insert(Dispatch(sender=sender_row, kind=kind, request_id=request_id, created_at=now))
+def record_dispatch(sender, kind, request_id, now):
+    """The accepted call's row: its rate slot (by the caller's process) and its request id."""
+    return insert(Dispatch(sender=sender.row, process=sender.process, kind=kind, request_id=request_id, created_at=now))
 
 
 def first_of_duplicate(sender_row, recipient, body, now):

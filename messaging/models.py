@@ -14,7 +14,10 @@ class Dispatch(models.Model):
         BROADCAST = "broadcast"
         DRY_RUN = "dry_run"
 
-    sender = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="dispatches", db_index=False)  # dispatch_rate leads with it
+    sender = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="dispatches", db_index=False)  # dispatch_sender
+    # Whose rate slot it is: the process that proved the sender (messaging.actions.Caller.process),
+    # "" for every sender no live link proves.
+    process = models.CharField(max_length=80, blank=True, default="")
     kind = models.CharField(max_length=10, choices=Kind)
     request_id = models.CharField(max_length=200, blank=True)
     answer = models.JSONField(default=dict, blank=True)
@@ -22,7 +25,10 @@ class Dispatch(models.Model):
 
     class Meta:
         db_table = "message_dispatch"
-        indexes = [models.Index(fields=["sender", "created_at"], name="dispatch_rate")]
+        indexes = [
+            models.Index(fields=["process", "created_at"], name="dispatch_rate"),
+            models.Index(fields=["sender"], name="dispatch_sender"),
+        ]
         constraints = [
             # Two repeats of one call arriving at two processes at once: one row, whichever wins.
             models.UniqueConstraint(fields=["sender", "request_id"], condition=~Q(request_id=""), name="dispatch_request_once"),

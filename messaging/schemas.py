@@ -38,7 +38,7 @@ class SendOut(Schema):
 
 
 class LimitsOut(Schema):
-    sends_per_minute: int = Field(description="Sends (a broadcast or dry run being one) each sender may make in a rolling minute.")
+    sends_per_minute: int = Field(description="Sends (a broadcast or dry run being one) each proven Claude Code process may make in a rolling minute; senders no live hook link proves share one such budget.")
     unread_cap: int = Field(description="Undelivered messages from sessions that may wait for one recipient.")
     dedupe_seconds: int = Field(description="Within this many seconds the same text to the same recipient is not sent twice.")
     request_id_hours: int = Field(description="How long a request_id answers repeats with the first answer.")
@@ -112,6 +112,7 @@ class MessagesListQuery(Schema):
     unread_only: bool = False
     task: Name | None = None
     limit: int = Field(20, ge=1, le=100)
+    hook_session: Name | None = Field(None, description="Your CLAUDE_CODE_SESSION_ID: proves the mail is yours (a session with an exact hook link is listed for itself alone).")
 
 
 class SessionsListQuery(Schema):

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from core.limits import Limits
 
@@ -41,7 +42,15 @@ def _secret_from_file(name, env_name):
 
 
 SECRET_KEY = _secret_from_file("secret-key", "DJANGO_SECRET_KEY")
+# Two credentials (docs/rules.md §6): the agents' token, which every session's hook and MCP config
+# holds, and the owner's, for the owner's scripts and relaybay's own commands, kept only here.
 RELAYBAY_TOKEN = _secret_from_file("token", "RELAYBAY_TOKEN")
+RELAYBAY_OWNER_TOKEN = _secret_from_file("owner-token", "RELAYBAY_OWNER_TOKEN")
+if RELAYBAY_OWNER_TOKEN == RELAYBAY_TOKEN:
+    raise ImproperlyConfigured(
+        "RELAYBAY_OWNER_TOKEN is the agents' token (RELAYBAY_TOKEN): every session could act as the owner. "
+        "Give the owner a token of its own, or unset RELAYBAY_OWNER_TOKEN to use data/owner-token."
+    )
 RELAYBAY_HOST = os.environ.get("RELAYBAY_HOST", "127.0.0.1")
 RELAYBAY_PORT = envint("RELAYBAY_PORT", 8000)
 # Where `make run` serves, recorded in the data folder (manage.py setup_owner) so every command
@@ -74,6 +83,9 @@ RELAYBAY_REQUEST_ID_HOURS = envint("RELAYBAY_REQUEST_ID_HOURS", Limits.request_i
 RELAYBAY_UNREAD_CAP = envint("RELAYBAY_UNREAD_CAP", Limits.unread_cap)
 RELAYBAY_HOLD_HOURS = envint("RELAYBAY_HOLD_HOURS", 72)
 RELAYBAY_WAKE_CAP = envint("RELAYBAY_WAKE_CAP", 3)
+# Rows made for sender names no session proves (kind mcp, docs/rules.md §4.2): past this many,
+# a send under yet another new unproven name is refused.
+RELAYBAY_UNPROVEN_NAMES = envint("RELAYBAY_UNPROVEN_NAMES", 200)
 
 DEBUG = envbool("DJANGO_DEBUG", False)
 

@@ -3,6 +3,7 @@ each recording its events and sending its refresh ping on commit (docs/rules.md 
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -17,6 +18,8 @@ from .feed import record_event, wake_session
 from .models import Comment, HookLink, RefusedHooks, Session, Task, fold_name
 
 COMMENT_MAX = 4000
+# Every alias is a name row (SessionName) each lookup by name may meet.
+ALIASES_MAX = 20
 
 
 def candidates_sentence(rows):
@@ -67,8 +70,24 @@ def named_row(name, hook_session=None, *, kind):
         record_event("session.renamed", session=row, hook_session=hook_session, data={"session": row.handle, "name": name, "was": was})
         ping("sessions")
         return row, False
+    if kind == Session.Kind.MCP and not (link and link.live):
+        _check_unproven_names()
     folder = link.cwd if link else ""
     return Session.objects.create(kind=kind, title=name, folder=folder), True
+
+
+def _check_unproven_names():
+    """Rows made for names no running session proves are bounded (RELAYBAY_UNPROVEN_NAMES): a
+    caller naming itself anew on every send must not fill the board with rows."""
+    directory.serialize_on("unproven names")
+    limit = settings.RELAYBAY_UNPROVEN_NAMES
+    if Session.objects.filter(kind=Session.Kind.MCP, links__isnull=True)[:limit].count() >= limit:
+        raise Refused(
+            f"relaybay already keeps {limit} sessions made for names no running session proves, the limit. "
+            "Nothing was written. Write under the name you already have, with your hook_session (relaybay's MCP "
+            "server fills it in), or ask the owner to remove sessions nobody uses.",
+            code=ErrorCode.UNPROVEN_NAMES_FULL,
+        )
 
 
 @dataclass
@@ -295,6 +314,8 @@ def _clean_aliases(aliases):
         alias = directory.check_name(str(alias), what="alias")
         if alias.casefold() not in {a.casefold() for a in cleaned}:
             cleaned.append(alias)
+        if len(cleaned) > ALIASES_MAX:
+            raise InvalidInput(f"A session goes by at most {ALIASES_MAX} aliases; give the few it is called by. Nothing was changed.")
     return cleaned
 
 
@@ -359,10 +380,13 @@ def do_register_desktop(*, desktop_id, title=None, aliases=None, folder=None, st
         session, created = Session.objects.select_for_update().get_or_create(
             desktop_id=desktop_id, defaults={"kind": Session.Kind.DESKTOP}
         )
+        had = set() if created else {fold_name(name) for name in [session.title, *session.aliases]}
         if title is not None:
             session.title = directory.check_name(title, what="title") if title.strip() else ""
         if aliases is not None:
             session.aliases = _clean_aliases(aliases)
+        new = [name for name in [session.title, *session.aliases] if name and fold_name(name) not in had]
+        _check_names_free(session, [desktop_id, *new] if created else new)
         if folder is not None:
             session.folder = folder
         if status is not None:
@@ -376,6 +400,19 @@ def do_register_desktop(*, desktop_id, title=None, aliases=None, folder=None, st
         )
         ping("sessions")
     return DesktopResult(session, created)
+
+
+def _check_names_free(session, names):
+    """A registration takes no name a running session goes by (docs/rules.md §1.1): "bob" must
+    keep naming the one session it names, whoever registers."""
+    for name in names:
+        for other in directory.find_sessions(name):
+            if other.pk != session.pk and any(link.live for link in other.newest_links()):
+                raise Refused(
+                    f'"{name}" is a name of {other.handle}, a running session: a desktop session cannot go by it, '
+                    f'or "{name}" would name two sessions. Nothing was changed; register under names of its own.',
+                    code=ErrorCode.NAME_IN_USE,
+                )
 
 
 def do_record_desktop_edge(*, sender, recipient):

@@ -9,7 +9,7 @@ from django.db import DatabaseError
 from ninja import Router, Status
 
 from core import inputs
-from core.auth import AsyncTokenAuth, TokenAuth, token_matches
+from core.auth import AgentAuth, AsyncAgentAuth, AsyncOwnerAuth, OwnerAuth, credential_of
 from core.dbthreads import threads as db_threads
 from core.errors import InvalidInput
 from core.pings import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
@@ -38,9 +38,9 @@ def _count_refused():
         logger.warning("%d refused hook call(s) not counted: %s", count, error)
 
 
-class HookTokenAuth(TokenAuth):
-    """The token check of the hook route, which also counts a refused call for the board's
-    warning (sessions connected with an old token)."""
+class HookAuth(AgentAuth):
+    """The agents' token check of the hook route, which also counts a refused call for the
+    board's warning (sessions connected with an old token)."""
 
     def __call__(self, request):
         checked = super().__call__(request)
@@ -49,7 +49,7 @@ class HookTokenAuth(TokenAuth):
         return checked
 
 
-class AsyncHookTokenAuth(AsyncTokenAuth):
+class AsyncHookAuth(AsyncAgentAuth):
     """The same for the wake-up long poll, an `async def` route."""
 
     def __call__(self, request):
@@ -57,7 +57,7 @@ class AsyncHookTokenAuth(AsyncTokenAuth):
         return self._refused() if checked is None else checked
 
     async def authenticate(self, request, token):
-        return True if token_matches(token) else await self._refused()
+        return credential_of(token) or await self._refused()
 
     async def _refused(self):
         await db_threads.run(_count_refused)
@@ -76,7 +76,7 @@ def _spooled_at(request):
 @router.post(
     "/hooks",
     response={200: dict, **ERRORS},
-    auth=HookTokenAuth(),
+    auth=HookAuth(),
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": HOOK_BODY}}}},
     summary="Post one Claude Code hook event",
     description="Takes the hook payload exactly as Claude Code sends it and returns the hook answer JSON. "
@@ -94,7 +94,7 @@ def post_hook(request):
 @router.get(
     "/hooks/wait",
     response={200: WaitOut, **ERRORS},
-    auth=AsyncHookTokenAuth(),
+    auth=AsyncHookAuth(),
     summary="Wake-up long poll for an idle session",
     description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
     "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "
@@ -155,10 +155,10 @@ async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 5
 
 @router.post(
     "/relay",
-    response={204: None, **ERRORS},
-    auth=AsyncTokenAuth(),
+    response={204: None, **ERRORS, 403: Error},
+    auth=AsyncOwnerAuth(),
     summary="Pass a refresh ping or wake from another process to this one's channel layer",
-    description="Used by management commands when relaybay runs on the in-memory channel layer.",
+    description="Used by management commands when relaybay runs on the in-memory channel layer. The owner token only.",
 )
 async def relay(request, data: RelayIn):
     if not RELAYABLE_GROUP.match(data.group) or data.message.get("type") not in RELAYABLE_TYPES:
@@ -167,7 +167,7 @@ async def relay(request, data: RelayIn):
     return Status(204, None)
 
 
-@router.post("/desktop", response={200: DesktopOut, **ERRORS}, summary="Register or update a desktop session")
+@router.post("/desktop", response={200: DesktopOut, **ERRORS, 409: Error}, auth=AgentAuth(), summary="Register or update a desktop session")
 def register_desktop(request, data: DesktopIn):
     result = actions.do_register_desktop(**data.dict())
     return {"created": result.created, "session": directory.session_summary(result.session)}
@@ -176,6 +176,7 @@ def register_desktop(request, data: DesktopIn):
 @router.post(
     "/desktop/edge",
     response={200: DesktopEdgeOut, **ERRORS, 404: Error, 409: Error},
+    auth=AgentAuth(),
     summary="Record a desktop-side message edge (never its text)",
 )
 def record_desktop_edge(request, data: DesktopEdgeIn):
@@ -187,8 +188,10 @@ def record_desktop_edge(request, data: DesktopEdgeIn):
 
 @router.post(
     "/sessions/{handle}/inbound",
-    response={200: InboundOut, **ERRORS, 404: Error, 409: Error},
+    response={200: InboundOut, **ERRORS, 403: Error, 404: Error, 409: Error},
+    auth=OwnerAuth(),
     summary="Set what happens to messages from other sessions to one session",
+    description="The owner's choice, as on the board: the owner token only.",
 )
 def set_inbound(request, handle: inputs.Name, data: InboundIn):
     session = actions.resolve_one(handle, what="session")

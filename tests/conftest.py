@@ -5,6 +5,7 @@ import pytest
 from django.conf import settings as django_settings
 
 TOKEN = "test-token"
+OWNER_TOKEN = "test-owner-token"
 SERVICES_NEEDED = "PostgreSQL and Redis on 127.0.0.1 are needed for the scale-out configuration"
 
 
@@ -68,6 +69,7 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(autouse=True)
 def _token(settings):
     settings.RELAYBAY_TOKEN = TOKEN
+    settings.RELAYBAY_OWNER_TOKEN = OWNER_TOKEN
 
 
 @pytest.fixture(autouse=True)

@@ -203,6 +203,12 @@ class Server:
         return self.urls[0]
 
     @property
+    def owner_token(self):
+        """The owner token (docs/rules.md §6): the server's RELAYBAY_OWNER_TOKEN, else the one its
+        settings made in the data folder."""
+        return self.env.get("RELAYBAY_OWNER_TOKEN") or (self.data_dir / "owner-token").read_text().strip()
+
+    @property
     def label(self):
         if self.kind == "gunicorn":
             return f"gunicorn, {self.processes} sync worker{'s' if self.processes > 1 else ''} (WSGI)"

@@ -109,21 +109,26 @@ def stop_relaybay(process, timeout=10.0):
 
 
 class LiveRelaybay:
-    """A running relaybay and the calls tests make to it, with the token."""
+    """A running relaybay and the calls tests make to it, with the agents' token (`token`
+    names another: `owner_token` for the owner's routes)."""
 
     def __init__(self, url, token, process):
         self.url = url
         self.token = token
         self.process = process
 
-    def call(self, method, path, data=None, headers=None, **params):
+    @property
+    def owner_token(self):
+        return self.process.relaybay_server.owner_token
+
+    def call(self, method, path, data=None, headers=None, token=None, **params):
         query = ("?" + urllib.parse.urlencode(params)) if params else ""
         body = json.dumps(data).encode() if data is not None else None
         request = urllib.request.Request(
             f"{self.url}/api{path}{query}",
             data=body,
             method=method,
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json", **(headers or {})},
+            headers={"Authorization": f"Bearer {token or self.token}", "Content-Type": "application/json", **(headers or {})},
         )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
@@ -131,11 +136,11 @@ class LiveRelaybay:
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read() or b"null")
 
-    def post(self, path, data, headers=None):
-        return self.call("POST", path, data, headers)
+    def post(self, path, data, headers=None, token=None):
+        return self.call("POST", path, data, headers, token)
 
-    def get(self, path, **params):
-        return self.call("GET", path, **params)
+    def get(self, path, token=None, **params):
+        return self.call("GET", path, token=token, **params)
 
     def hook(self, event, session_id, headers=None, **fields):
         """Post one hook event as Claude Code would; returns the hook answer. `headers` adds

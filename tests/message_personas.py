@@ -13,8 +13,10 @@ from django.utils import timezone
 
 from messaging.models import Dispatch, SessionMessage
 from sessions_app.actions import do_update_session, do_write_comment
+from sessions_app.directory import find_sessions
 from sessions_app.identity import HEARD_FROM_RECENTLY
 from sessions_app.models import Comment, Event, HookLink, Session
+from tests.conftest import OWNER_TOKEN
 
 COUNTED = (Session, HookLink, SessionMessage, Dispatch, Event, Comment)
 
@@ -39,6 +41,15 @@ def process_exited(hook_session):
     reported no messaging socket (docs/rules.md §1.5)."""
     long_ago = timezone.now() - HEARD_FROM_RECENTLY - timedelta(minutes=1)
     assert HookLink.objects.filter(hook_session=hook_session).update(last_event_at=long_ago, waiter_polled_at=None) == 1
+
+
+def own_hook_session(name):
+    """The hook id that proves a row's mail is its own: its live exact link's, else its newest
+    exact link's; None for a row that never linked itself (docs/rules.md §4.4)."""
+    [session] = find_sessions(name)
+    exact = [each for each in session.newest_links() if each.exact]
+    proving = [each for each in exact if each.live] or exact
+    return proving[0].hook_session if proving else None
 
 
 class Relaybay:
@@ -104,6 +115,12 @@ class Relaybay:
     def end(self, hook_session):
         return self.hook("SessionEnd", hook_session, reason="exit")
 
+    def inbound(self, session, policy):
+        """The owner's script sets a session's inbound policy, with the owner token (docs/rules.md §6)."""
+        response = self.api.post(f"/sessions/{session}/inbound", {"policy": policy}, token=OWNER_TOKEN)
+        assert response.status_code == 200, response.content
+        return response.json()
+
     def give_aliases(self, session, aliases):
         """The owner edits a row's aliases on the board."""
         return do_update_session(session=session, aliases=aliases)
@@ -129,6 +146,11 @@ class Relaybay:
         return self.api.post("/session_link", fields)
 
     def messages(self, session, **params):
+        """A session's messages as it lists them itself: with its own hook id when it has an
+        exact link, which it needs (docs/rules.md §4.4)."""
+        own = own_hook_session(session)
+        if own and "hook_session" not in params:
+            params["hook_session"] = own
         response = self.api.get("/messages_list", session=session, **params)
         assert response.status_code == 200, response.content
         return response.json()["messages"]

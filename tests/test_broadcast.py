@@ -75,8 +75,8 @@ def test_task_and_folder_choose_other_recipients(rb, team):
 
 
 def test_inbound_policies_apply_per_recipient(rb, team):
-    rb.api.post("/sessions/busy/inbound", {"policy": "refuse"})
-    rb.api.post("/sessions/idle/inbound", {"policy": "hold"})
+    rb.inbound("busy", "refuse")
+    rb.inbound("idle", "hold")
     answer = broadcast(rb, body="policy check").json()
     assert report(answer) == {"busy": "refused", "idle": "held", "desk": "not delivered yet"}
     assert answer["counts"] == {"not delivered yet": 1, "held": 1, "refused": 1}
@@ -88,7 +88,7 @@ def test_a_broadcast_writes_its_messages_and_their_feed_rows_with_one_insert_eac
     """Whatever its fan-out: the messages in one INSERT, their feed rows (each recipient's
     session.message and message.sent, and message.held for one that holds) and, last, the
     broadcast's own message.broadcast in another."""
-    rb.api.post("/sessions/idle/inbound", {"policy": "hold"})
+    rb.inbound("idle", "hold")
     with CaptureQueriesContext(connection) as queries:
         answer = broadcast(rb, body="one statement").json()
     inserts = [q["sql"].split("(", 1)[0] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
@@ -161,7 +161,7 @@ def test_a_broadcast_that_would_reach_nobody_is_refused_and_writes_nothing(rb, t
             do_update_session(session=team[name], task=None)
     elif setup == "all refuse":
         for name in ("busy", "idle", "desk"):
-            rb.api.post(f"/sessions/{team[name].handle}/inbound", {"policy": "refuse"})
+            rb.inbound(team[name].handle, "refuse")
     before = counts()
     response = broadcast(rb, body="anyone?", **fields)
     assert response.status_code == (400 if code == "invalid_input" else 403)

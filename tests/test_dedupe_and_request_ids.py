@@ -113,9 +113,9 @@ def test_request_ids_are_per_sender(rb, trio):
 
 def test_a_repeat_of_a_refused_call_is_judged_again(rb, trio):
     # A refused call stored no answer: its retry is a new call.
-    rb.api.post("/sessions/bob/inbound", {"policy": "refuse"})
+    rb.inbound("bob", "refuse")
     assert send(rb, request_id="req-r").status_code == 403
-    rb.api.post("/sessions/bob/inbound", {"policy": "accept"})
+    rb.inbound("bob", "accept")
     answer = send(rb, request_id="req-r").json()
     assert answer["repeat"] is False and SessionMessage.objects.filter(pk=answer["id"]).exists()
 

@@ -32,7 +32,7 @@ async def test_a_repeated_request_id_returns_the_first_answer_through_the_tool(m
     assert "call it again with the same request_id" in first["retry"]
     assert repeat == {**first, "repeat": True}
     assert again["duplicate"] is True and again["id"] == first["id"]
-    status, listed = live_relaybay.get("/messages_list", session=beta)
+    status, listed = live_relaybay.get("/messages_list", session=beta, hook_session=f"hook-{beta}")
     assert [m["id"] for m in listed["messages"]] == [first["id"]]
 
 
@@ -41,7 +41,7 @@ async def test_a_broadcast_through_the_tool_reports_each_recipient(mcp_session, 
     folder = f"/work/{names('folder')}"
     for name in (lead, one, two):
         live_relaybay.start_session(f"hook-{name}", name, cwd=folder)
-    assert live_relaybay.post(f"/sessions/{two}/inbound", {"policy": "hold"})[0] == 200
+    assert live_relaybay.post(f"/sessions/{two}/inbound", {"policy": "hold"}, token=live_relaybay.owner_token)[0] == 200
     async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{lead}") as mcp:
         sent = answer(await mcp.call_tool("message_broadcast", {"body": "stand-up", "folder": folder, "session": lead}))
         nobody = error_text(await mcp.call_tool("message_broadcast", {"body": "x", "folder": "/nowhere", "session": lead}))
@@ -55,9 +55,9 @@ async def test_a_refusing_recipient_is_a_tool_error_saying_so(mcp_session, live_
     alpha, beta = names("Alpha"), names("Beta")
     live_relaybay.start_session(f"hook-{alpha}", alpha)
     live_relaybay.start_session(f"hook-{beta}", beta)
-    assert live_relaybay.post(f"/sessions/{beta}/inbound", {"policy": "refuse"})[0] == 200
+    assert live_relaybay.post(f"/sessions/{beta}/inbound", {"policy": "refuse"}, token=live_relaybay.owner_token)[0] == 200
     async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{alpha}") as mcp:
         text = error_text(await mcp.call_tool("message_send", {"body": "hi", "to": beta, "session": alpha}))
     assert "refuses messages from other sessions" in text and "inbound_refused" in text
-    status, listed = live_relaybay.get("/messages_list", session=beta)
+    status, listed = live_relaybay.get("/messages_list", session=beta, hook_session=f"hook-{beta}")
     assert listed["messages"] == []

@@ -10,6 +10,7 @@ from sessions_app.actions import do_set_inbound_policy, do_save_task, do_update_
 from sessions_app.models import Session
 
 from .board_fixtures import owner  # noqa: F401
+from .conftest import OWNER_TOKEN, TOKEN
 from .message_personas import clock, context_of, counts, detail, quoted, rb  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -21,8 +22,9 @@ def pair(rb):
     return rb.live("bob", "hook-b", busy=True)
 
 
-def set_policy(rb, who, policy):
-    return rb.api.post(f"/sessions/{who}/inbound", {"policy": policy})
+def set_policy(rb, who, policy, token=OWNER_TOKEN):
+    """The owner's script setting a policy (the route is the owner's, docs/rules.md §6)."""
+    return rb.api.post(f"/sessions/{who}/inbound", {"policy": policy}, token=token)
 
 
 def from_alice(rb, body="hello bob", **fields):
@@ -54,8 +56,10 @@ def test_an_unknown_policy_is_refused_and_changes_nothing(rb, pair, policy, stat
     assert counts() == before
 
 
-def test_the_route_needs_the_token_and_a_known_session(rb, pair):
-    assert rb.api.post("/sessions/bob/inbound", {"policy": "hold"}, token="wrong").status_code == 401
+def test_the_route_needs_the_owner_token_and_a_known_session(rb, pair):
+    assert set_policy(rb, "bob", "hold", token="wrong").status_code == 401
+    refused = set_policy(rb, "bob", "hold", token=TOKEN)
+    assert (refused.status_code, refused.json()["code"]) == (403, "owner_only")
     assert set_policy(rb, "nobody", "hold").status_code == 404
     assert Session.objects.get(pk=pair.pk).inbound == "accept"
 

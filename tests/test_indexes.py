@@ -76,7 +76,8 @@ def test_no_index_repeats_the_lead_of_another():
 def test_the_tables_every_send_writes_carry_only_the_indexes_their_queries_use():
     """As the database has them after the migrations (0010 and 0006 drop four by name)."""
     assert set(indexes(Event).values()) == {("name",), ("session_id", "id")}
-    assert set(indexes(Dispatch).values()) == {("sender_id", "created_at"), ("sender_id", "request_id")}
+    # A dispatch: its rate slot by process (0007), its sender's key, its request id by sender.
+    assert set(indexes(Dispatch).values()) == {("process", "created_at"), ("sender_id",), ("sender_id", "request_id")}
     # The message table's own: the keys' single-column indexes are gone (message_unread, on
     # the recipient too, holds only unread messages).
     names = indexes(SessionMessage)

@@ -1,6 +1,6 @@
-"""Loop guards (docs/rules.md §4.6): 10 sends per sender per rolling minute, replies at most 8 deep with
-the refused reply's parent going to the owner's Inbox. (No self-sends: test_recipient_rules;
-Stop blocks: test_message_delivery.)"""
+"""Loop guards (docs/rules.md §4.6): 10 sends per proven process per rolling minute, one budget for
+every unproven sender; replies at most 8 deep with the refused reply's parent going to the owner's
+Inbox. (No self-sends: test_recipient_rules; Stop blocks: test_message_delivery.)"""
 
 import itertools
 
@@ -8,7 +8,7 @@ import pytest
 
 from messaging.actions import do_mark_inbox_seen
 from messaging.models import SessionMessage
-from sessions_app.models import Event
+from sessions_app.models import Event, Session
 
 from .message_personas import clock, counts, detail, rb  # noqa: F401
 
@@ -72,7 +72,7 @@ def test_refused_sends_do_not_count(rb, pair, clock):
     assert from_alice(rb).status_code == 429
 
 
-def test_the_limit_is_per_sender_row_whatever_name_it_writes_under(rb, pair, clock):
+def test_the_limit_is_per_proven_process_whatever_name_it_writes_under(rb, pair, clock):
     alice = rb.live("alice", "hook-a")
     rb.give_aliases(alice, ["al"])
     names = ["alice", "al", "ALICE", alice.handle, "hook-a"] * 2
@@ -82,11 +82,24 @@ def test_the_limit_is_per_sender_row_whatever_name_it_writes_under(rb, pair, clo
     assert rb.send(body="pong", to="alice", session="bob", hook_session="hook-b").status_code == 200
 
 
-def test_unverified_senders_are_limited_too(rb, pair, clock):
+UNPROVEN_RATE_LIMITED = (
+    "Senders whose name no live hook link proves share one budget, and together they sent 10 messages or "
+    "broadcasts in the last minute, the limit. Nothing was sent. Wait 60 s before sending again."
+)
+
+
+def test_unproven_senders_share_one_budget_whatever_names_they_take(rb, pair, clock):
+    # Thirty names, one budget: a name taken for each send buys no new one, and a refused send makes no row.
+    answers = [rb.send(body=f"hi {next(BODIES)}", to="bob", session=f"spam-{n}") for n in range(30)]
+    assert [r.status_code for r in answers] == [200] * 10 + [429] * 20
+    assert {r.json()["code"] for r in answers[10:]} == {"rate_limited"}
+    assert detail(answers[10]) == UNPROVEN_RATE_LIMITED
+    assert Session.objects.filter(title__startswith="spam-").count() == 10
+    # A desktop row's name proves nothing either: the same budget.
     rb.desktop("desk-c", "carol")
-    for _ in range(10):
-        assert rb.send(body=f"hi {next(BODIES)}", to="bob", session="carol").status_code == 200
-    assert detail(rb.send(body="hi", to="bob", session="carol")) == rate_limited(60)
+    assert detail(rb.send(body="hi", to="bob", session="carol")) == UNPROVEN_RATE_LIMITED
+    # A proven session keeps its own.
+    assert from_alice(rb).status_code == 200
 
 
 # Reply depth

@@ -289,7 +289,7 @@ def test_messages_list_shows_bodies_quoted_newest_first_with_marks(rb, alice, bo
     first = to_bob(rb, "first\nline")
     rb.tool("hook-b")
     second = to_bob(rb, 'second "one"')
-    response = rb.api.get("/messages_list", session="bob")
+    response = rb.api.get("/messages_list", session="bob", hook_session="hook-b")
     assert response.status_code == 200
     listing = response.json()
     assert listing["session"] == bob.handle and listing["box"] == "inbox"
@@ -339,7 +339,8 @@ def test_messages_list_refuses_a_bad_limit_or_box(rb, alice, bob, params):
 
 def test_messages_list_limit_defaults_to_20_and_goes_up_to_100(rb, alice, bob, settings):
     settings.RELAYBAY_UNREAD_CAP = 200  # 110 messages wait for bob here
-    # Eleven senders, because each may send only 10 a minute.
+    settings.RELAYBAY_SENDS_PER_MINUTE = 110  # unproven senders share one budget
+    # Eleven senders: the same text from one sender is not sent twice.
     for sender in range(11):
         for n in range(10):
             to_bob(rb, f"{sender}.{n}", sender=(f"sender {sender}", None))
@@ -347,9 +348,10 @@ def test_messages_list_limit_defaults_to_20_and_goes_up_to_100(rb, alice, bob, s
     assert len(rb.messages("bob", limit=100)) == 100
 
 
-def test_messages_list_needs_the_token_and_nothing_else(rb, alice, bob):
+def test_messages_list_needs_the_token_and_the_session_s_own_proof(rb, alice, bob):
     to_bob(rb, "hi")
-    assert rb.api.get("/messages_list", token="wrong", session="bob").status_code == 401
+    assert rb.api.get("/messages_list", token="wrong", session="bob", hook_session="hook-b").status_code == 401
+    assert rb.api.get("/messages_list", session="bob").json()["code"] == "read_not_proven"
     assert len(rb.messages("bob")) == 1
 
 

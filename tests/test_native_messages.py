@@ -195,7 +195,7 @@ def test_a_held_message_leaves_the_inbox_once_claude_code_would_have_expired_it(
 def test_messages_list_shows_native_rows_with_their_mark_and_no_text(native, api):
     native.event("alpha", "PostToolUse", **send_post())
     native.event("bravo", "UserPromptSubmit", prompt=wrapped())
-    listed = api.get("/messages_list", session="bravo-dev").json()["messages"]
+    listed = api.get("/messages_list", session="bravo-dev", hook_session="h-b").json()["messages"]
     [message] = listed
     assert (message["channel"], message["from"], message["to"], message["mark"], message["body"]) == (
         "native",
@@ -207,7 +207,7 @@ def test_messages_list_shows_native_rows_with_their_mark_and_no_text(native, api
     # The rows' names now; the native names the message was sent under stay with it.
     assert message["names_when_sent"] == {"from": "alpha", "to": "bravo"}
     assert message["native_id"] == MSG_ID and "not stored" in message["note"]
-    sent = api.get("/messages_list", session="alpha-dev", box="sent").json()["messages"]
+    sent = api.get("/messages_list", session="alpha-dev", box="sent", hook_session="h-a").json()["messages"]
     assert [m["mark"] for m in sent] == ["delivered"]
     # No read mark exists for them: an unread listing leaves them out.
-    assert api.get("/messages_list", session="bravo-dev", unread_only=True).json()["messages"] == []
+    assert api.get("/messages_list", session="bravo-dev", unread_only=True, hook_session="h-b").json()["messages"] == []

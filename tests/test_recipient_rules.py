@@ -4,6 +4,7 @@ name, the four reachability answers, and no self-sends."""
 import pytest
 
 from messaging.models import SessionMessage
+from sessions_app.actions import do_update_session
 from sessions_app.hooks.delivery import register_waiter
 from sessions_app.models import Session
 
@@ -69,8 +70,11 @@ def test_several_rows_going_by_a_name_is_an_error_listing_handles_titles_desktop
     rb, alice
 ):
     terminal = rb.live("worker", "hook-w1", busy=True)
-    desk = rb.desktop("desk-w", "Worker")
-    guessed = rb.desktop("desk-g", "Guessed one", aliases=["worker"], folder="/work/g")
+    # A registration cannot take the name of a running session; the owner's edits on the board can.
+    desk = rb.desktop("desk-w")
+    do_update_session(session=desk, title="Worker")
+    guessed = rb.desktop("desk-g", "Guessed one", folder="/work/g")
+    rb.give_aliases(guessed, ["worker"])
     rb.guessed("hook-w2", cwd="/work/g")
     unnamed = rb.unnamed("hook-w3")
     rb.give_aliases(unnamed, ["WORKER"])

@@ -133,7 +133,7 @@ async def test_mcp_operations_run_on_the_database_threads_and_ping_after_commit(
         status, _, sent = await serve("POST", "/api/message_send", {"to": "db-rx", "body": "through a database thread", "hook_session": "h-tx"})
         assert status == 200, sent
         assert "messages" in (await board.next_ping())["topics"]
-    status, _, listed = await serve("GET", "/api/messages_list?session=db-rx")
+    status, _, listed = await serve("GET", "/api/messages_list?session=db-rx&hook_session=h-rx")
     assert status == 200
     assert [m["body"] for m in listed["messages"]] == ['"through a database thread"']
     assert seen[0].startswith("relaybay-db-")

@@ -162,7 +162,8 @@ def test_a_rename_in_claude_code_renames_the_row_and_messages_show_the_current_n
     assert HookLink.objects.get(hook_session="h-web").session.title == "frontend"
     from tests.conftest import TOKEN
 
-    listed = client.get("/api/messages_list", {"session": "frontend"}, HTTP_AUTHORIZATION=f"Bearer {TOKEN}").json()
+    # The renamed session lists its own mail: its process proof names it.
+    listed = client.get("/api/messages_list", {"session": "frontend"}, HTTP_AUTHORIZATION=f"Bearer {TOKEN}", HTTP_X_RELAYBAY_PROCESS=PROOF_B).json()
     [message] = listed["messages"]
     assert message["to"] == "frontend" and message["names_when_sent"]["to"] == "web"
 

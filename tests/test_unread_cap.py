@@ -62,7 +62,7 @@ def test_the_send_past_the_cap_is_refused_with_why_and_writes_nothing(rb, bob):
 def test_messages_that_no_longer_wait_free_a_place(rb, bob, clock, settings, make_room):
     settings.RELAYBAY_HOLD_HOURS = 1
     if make_room in ("denied", "expired"):
-        rb.api.post("/sessions/bob/inbound", {"policy": "hold"})
+        rb.inbound("bob", "hold")
     fill(rb, CAP)
     assert refused_for_cap(send(rb, "full"))
     first = SessionMessage.objects.filter(recipient=bob).order_by("id").first()
@@ -85,7 +85,7 @@ def test_comments_do_not_count(rb, bob):
 
 
 def test_held_messages_count_until_decided(rb, bob):
-    rb.api.post("/sessions/bob/inbound", {"policy": "hold"})
+    rb.inbound("bob", "hold")
     fill(rb, CAP)
     assert refused_for_cap(send(rb, "over"))
 

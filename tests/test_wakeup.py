@@ -12,7 +12,7 @@ from sessions_app.actions import do_write_comment
 from sessions_app.hooks.ingest import ingest_hook
 from sessions_app.models import Comment, HookLink, Session
 
-from .conftest import TOKEN
+from .conftest import OWNER_TOKEN, TOKEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -121,7 +121,8 @@ async def test_a_comment_written_before_the_waiter_joined_is_delivered_at_once(i
 
 
 async def test_a_wake_relayed_from_another_process_wakes_the_waiter(idle_alice):
-    """Management commands reach the server's in-memory channel layer through /api/relay."""
+    """Management commands reach the server's in-memory channel layer through /api/relay, with
+    the owner token."""
     from core.pings import wait_group
 
     waiter = asyncio.create_task(wait("h-a"))
@@ -131,7 +132,7 @@ async def test_a_wake_relayed_from_another_process_wakes_the_waiter(idle_alice):
         "/api/relay",
         {"group": wait_group("h-a"), "message": {"type": "wake"}},
         content_type="application/json",
-        headers={"Authorization": f"Bearer {TOKEN}"},
+        headers={"Authorization": f"Bearer {OWNER_TOKEN}"},
     )
     assert response.status_code == 204
     answer = await asyncio.wait_for(waiter, 5)
@@ -143,7 +144,7 @@ async def test_the_relay_refuses_anything_but_pings_and_wakes():
         "/api/relay",
         {"group": "wait.not-a-hash", "message": {"type": "wake"}},
         content_type="application/json",
-        headers={"Authorization": f"Bearer {TOKEN}"},
+        headers={"Authorization": f"Bearer {OWNER_TOKEN}"},
     )
     assert response.status_code == 400
 

@@ -17,7 +17,7 @@ def live(tmp_path_factory):
     server = start_board(tmp_path_factory.mktemp("fleet-board"))
     server.start_session("hook-lead", "lead", cwd="/work/lead")
     server.start_session("hook-guarded", "guarded", cwd="/work/guarded")
-    status, _ = server.post("/sessions/guarded/inbound", {"policy": "hold"})
+    status, _ = server.post("/sessions/guarded/inbound", {"policy": "hold"}, token=server.owner_token)
     assert status == 200
     yield server
     stop_board(server)
@@ -31,7 +31,7 @@ def send(live, body):
 
 
 def sent_state(live, message_id):
-    status, listed = live.get("/messages_list", session="lead", box="sent", limit=100)
+    status, listed = live.get("/messages_list", session="lead", box="sent", limit=100, hook_session="hook-lead")
     return next(m["state"] for m in listed["messages"] if m["id"] == message_id)
 
 

@@ -23,7 +23,8 @@ class Command(BaseCommand):
     help = (
         "Run by `make run` before it serves: make sure an owner account exists, record the address relaybay "
         "serves at (data/address, used by every command when RELAYBAY_URL is not set), write a Claude Code "
-        "config for it (data/claude.json, readable by its owner only), and say how to log in and connect."
+        "config for it (data/claude.json, readable by its owner only), and say how to log in and connect. "
+        "The agents' token (data/token) and the owner token (data/owner-token) are made with the settings when missing."
     )
 
     def add_arguments(self, parser):
@@ -60,7 +61,9 @@ class Command(BaseCommand):
                     "",
                     f"relaybay board: {address}/   (address recorded in {settings.RELAYBAY_ADDRESS_FILE} for the commands)",
                     f"Log in as {login}.",
-                    f"API token: kept in {settings.DATA_DIR / 'token'} (or set RELAYBAY_TOKEN).",
+                    f"The agents' token, for hooks and MCP: kept in {settings.DATA_DIR / 'token'} (or set RELAYBAY_TOKEN).",
+                    f"The owner token, for your scripts and manage.py commands (never give it to a session): kept in "
+                    f"{settings.DATA_DIR / 'owner-token'} (or set RELAYBAY_OWNER_TOKEN).",
                     f"Connect Claude Code (the config holds the token: {claude_file}, readable by you only{ignored}):",
                     f"  {connect_line(claude_file)}",
                     "A session with a name of its own (see README):",
