@@ -10,7 +10,7 @@ relaybay's serving choices, so bench/serving.py can measure the plain alternativ
   relaybay.asgi.APIHandler); still on the database threads.
 - `waited-sends`: board pings and wake-ups asked for on a database thread are handed to the
   server's event loop by that thread, which waits for each (asgiref's async_to_sync), instead
-  of being held and made on the loop once the thread's step is back (core/pings.py
+  of being held and handed to the loop's outbox once the thread's step is back (core/pings.py
   `holding_sends`).
 - `asgiref-hop`: the MCP tools' and the long poll's steps (core/dbthreads.py `threads.run`)
   go to their database thread through asgiref's sync_to_async instead of the loop's own
@@ -48,13 +48,13 @@ async def _asgiref_run(self, step, *args):
     from asgiref.sync import sync_to_async
 
     from core.dbthreads import _step
-    from core.pings import holding_sends, send_held
+    from core.pings import holding_sends, post_held
 
     with holding_sends() as held, self._least_busy() as executor:
         try:
             return await sync_to_async(_step, thread_sensitive=False, executor=executor)(step, *args)
         finally:
-            await send_held(held)
+            post_held(held)
 
 
 def apply_app():

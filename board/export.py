@@ -66,7 +66,7 @@ def _session_facts(session):
 def _comments(comments):
     parts = []
     for comment in comments:
-        delivered = f"delivered {when(comment.delivered_at)} ({md(comment.delivered_by)})" if comment.delivered_at else "not delivered yet"
+        delivered = f"delivered {when(comment.delivered_at)} ({md(comment.delivered_by)}){_confirmation(comment)}" if comment.delivered_at else "not delivered yet"
         parts.append(
             f"### C-{comment.pk} to {md(comment.session_name)}\n\nWritten {when(comment.created_at)}; {delivered}.\n\n"
             + fenced(comment.body)
@@ -98,9 +98,16 @@ def _messages(querysets):
     return _table(["Message", "Channel", "From", "To", "Task", "Reply to", "Sent", "Delivered", "Read"], rows)
 
 
+def _confirmation(item):
+    """Whether the session's hook client confirmed it printed a delivered item (docs/rules.md §2.6)."""
+    if item.confirmed_at:
+        return f", confirmed {when(item.confirmed_at)}"
+    return ", not confirmed yet" if item.offered_at else ""
+
+
 def _delivery_mark(message):
     if message.delivered_at:
-        return when(message.delivered_at)
+        return when(message.delivered_at) + _confirmation(message)
     if message.channel == SessionMessage.Channel.NATIVE:
         return native_mark(message)
     return "not delivered yet"

@@ -13,9 +13,10 @@ back to the pool at each request's end (Django's own `close_old_connections`).
 
 Async code that is not a Django view (the MCP tools at /mcp, the wake-up long poll) runs its
 database steps here with `threads.run`. Either way the channel-layer sends a step makes after
-its commits (board pings, wake-ups) are held and made on the event loop once the step is back,
-before the answer goes out (core/pings.py): the thread handing each send to the loop and
-waiting for it would cost a send over /mcp about a third of a millisecond (docs/mcp.md).
+its commits (board pings, wake-ups) are held and handed to the event loop's outbox once the
+step is back, and the outbox makes them in the background (core/pings.py): the thread handing
+each send to the loop and waiting for it would cost a send over /mcp about a third of a
+millisecond (docs/mcp.md), and an answer would wait for a channel layer that does not answer.
 
 RELAYBAY_DB_THREADS threads per daphne process (default: 1 on SQLite, which has one writer
 anyway; 4 on PostgreSQL); a request goes to the thread with the fewest in hand.
@@ -32,7 +33,7 @@ from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
 from django.db import close_old_connections
 
-from core.pings import holding_sends, send_held
+from core.pings import holding_sends, post_held
 
 
 class DatabaseThreads:
@@ -56,19 +57,19 @@ class DatabaseThreads:
     @contextlib.asynccontextmanager
     async def serving(self):
         """The block's thread-sensitive sync code (Django's sync views and signals) runs on one
-        of the database threads. Gives the list its channel-layer sends are held in: make them
-        with `send_held` before answering (relaybay.asgi.serve_api)."""
+        of the database threads. Gives the list its channel-layer sends are held in: hand them
+        to the loop's outbox with `post_held` as the answer goes out (relaybay.asgi.serve_api)."""
         with holding_sends() as held, self._least_busy() as executor:
             try:
                 async with ThreadSensitiveContext(executor=executor):
                     yield held
             finally:
-                await send_held(held)
+                post_held(held)
 
     async def run(self, step, *args):
         """`step(*args)` on one of the threads, giving its connection back after as a request's
-        end would (to the pool on PostgreSQL; a persistent SQLite connection stays), then the
-        channel-layer sends it made, on the event loop."""
+        end would (to the pool on PostgreSQL; a persistent SQLite connection stays), then hand
+        the channel-layer sends it made to the event loop's outbox."""
         with holding_sends() as held, self._least_busy() as executor:
             # The loop's own executor hand-off, in a copy of this context (the thread sees the
             # held list): asgiref's sync_to_async adds a shielded future and context copying
@@ -78,7 +79,7 @@ class DatabaseThreads:
             try:
                 return await work
             finally:
-                await send_held(held)
+                post_held(held)
 
 
 def _step(step, *args):

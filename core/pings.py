@@ -5,21 +5,33 @@ hook that something arrived; both go through the channel layer after the transac
 so nobody refetches a row that is not there yet. (The feed rows are sessions_app's:
 sessions_app/feed.py.)
 
+They are best effort, and nothing waits for them: the write they follow is committed, the
+database is the record, and a board refetches and a waiter checks the database anyway. A
+channel layer that does not answer (Redis paused, overloaded or gone) costs a board refresh or
+a prompt wake-up, logged, never an answer: in a server each send is made in the background by
+its process's `Outbox`, one at a time, and one the layer has not taken within `SEND_BOUND`
+seconds is dropped with what waited behind it (docs/rules.md §2.7).
+
 In the server, the database work runs on relaybay's database threads (core/dbthreads.py)
 and the channel layer lives on the event loop. A send made on a database thread is held
-(`holding_sends`) and made by the coroutine that awaited that thread, on the loop, as soon as
-the thread's step returns and before the answer goes out (`send_held`): the thread does not
-hand each send over to the loop and wait for it. Elsewhere (the test client, a command's
-own process) the send is made where it is asked for.
+(`holding_sends`) and handed to the loop's outbox by the coroutine that awaited that thread,
+once the thread's step returns (`post_held`): the thread never waits on the loop. Under
+gunicorn's sync workers (relaybay/wsgi.py, `send_in_background`) a thread of the process runs
+the outbox. Elsewhere (the test client, a command's own process) the send is made where it is
+asked for, within the same bound.
 """
 
+import asyncio
 import contextlib
 import contextvars
 import hashlib
 import json
 import logging
+import os
 import re
+import threading
 import urllib.request
+import weakref
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -39,14 +51,17 @@ RELAYABLE_TYPES = {"board.ping", "wake"}
 log = logging.getLogger("relaybay")
 
 
+# Seconds the channel layer has to take one send before it is dropped: a send takes a few
+# milliseconds when Redis answers.
+SEND_BOUND = 1.0
+
 _held = contextvars.ContextVar("relaybay_held_sends", default=None)
 
 
 def send_to_group(group, message):
-    """Best effort: the write this follows is committed already, so a channel layer that is
-    down (Redis stopped) costs a board refresh or a prompt wake-up, logged, never the answer.
-    A waiter still finds its delivery at its poll's last check. On a database thread in the
-    server the send is held for the event loop (`holding_sends`)."""
+    """Best effort, never waited for (see the module's docstring). On a database thread in
+    the server the send is held for the event loop (`holding_sends`); under gunicorn it goes
+    to the process's outbox thread; elsewhere it is made here, within SEND_BOUND."""
     layer = get_channel_layer()
     if layer is None:
         return
@@ -54,20 +69,84 @@ def send_to_group(group, message):
     if held is not None:
         held.append((group, message))
         return
+    if _background.wanted:
+        _background.post(group, message)
+        return
     try:
-        async_to_sync(layer.group_send)(group, message)
+        async_to_sync(_bounded_send)(layer, group, message)
     except Exception as error:  # noqa: BLE001 - redis.ConnectionError, OSError, timeouts...
         _not_taken(group, message, error)
 
 
+async def _bounded_send(layer, group, message):
+    await asyncio.wait_for(layer.group_send(group, message), SEND_BOUND)
+
+
 def _not_taken(group, message, error):
-    log.warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, error)
+    reason = str(error) or f"no answer within {SEND_BOUND:g} s"
+    log.warning("the channel layer did not take a %s for %s: %s", message.get("type"), group, reason)
+
+
+class Outbox:
+    """The channel-layer sends of one event loop, made in the background, one at a time, in
+    the order they were asked for. While one is being made the others wait here, merged: a
+    board ping's topics join those of the board ping waiting already, and a later message of
+    the same type to the same group (a wake, a waiter's "replaced") takes the earlier one's
+    place, since the receiver reads the database for what it means. So what waits is at most a
+    message per group and type, however long the layer takes. A send the layer has not taken
+    within SEND_BOUND is dropped, logged, and so is everything waiting behind it then: it would
+    have waited as long."""
+
+    def __init__(self):
+        self.waiting = {}
+        self.worker = None
+
+    def post(self, group, message):
+        key = (group, message.get("type"))
+        earlier = self.waiting.get(key)
+        if earlier is not None and key[1] == "board.ping":
+            message = {**message, "topics": sorted({*earlier.get("topics", ()), *message.get("topics", ())})}
+        self.waiting[key] = message
+        if self.worker is None:
+            self.worker = asyncio.get_running_loop().create_task(self._send_waiting())
+
+    async def _send_waiting(self):
+        layer = get_channel_layer()
+        try:
+            while self.waiting:
+                (group, _), message = _pop_first(self.waiting)
+                try:
+                    await _bounded_send(layer, group, message)
+                except Exception as error:  # noqa: BLE001 - as send_to_group
+                    _not_taken(group, message, error)
+                    if self.waiting:
+                        log.warning("dropped %d more channel-layer send(s) waiting behind it", len(self.waiting))
+                        self.waiting.clear()
+        finally:
+            self.worker = None
+
+
+def _pop_first(waiting):
+    key = next(iter(waiting))
+    return key, waiting.pop(key)
+
+
+_outboxes = weakref.WeakKeyDictionary()
+
+
+def outbox():
+    """The running event loop's outbox."""
+    loop = asyncio.get_running_loop()
+    box = _outboxes.get(loop)
+    if box is None:
+        box = _outboxes[loop] = Outbox()
+    return box
 
 
 @contextlib.contextmanager
 def holding_sends():
     """Within the block (and the database threads its sync steps run on, which see its
-    context), sends to the channel layer are held in the list it gives, for `send_held`."""
+    context), sends to the channel layer are held in the list it gives, for `post_held`."""
     held = []
     token = _held.set(held)
     try:
@@ -76,17 +155,61 @@ def holding_sends():
         _held.reset(token)
 
 
-async def send_held(held):
-    """Make the held sends, in the order they were asked for, on the event loop."""
+def post_held(held):
+    """Hand the held sends, in the order they were asked for, to the running loop's outbox.
+    Returns at once: nothing waits for the channel layer."""
     if not held:  # most answers: serve_api asks before each message it sends
         return
-    layer = get_channel_layer()
+    box = outbox()
     while held:
-        group, message = held.pop(0)
+        box.post(*held.pop(0))
+
+
+def in_background(awaitable):
+    """Run a channel-layer chore nobody waits for (a waiter leaving its group) on the running
+    loop, within SEND_BOUND; its failure is only logged at debug level (a group entry expires
+    on its own)."""
+
+    async def chore():
         try:
-            await layer.group_send(group, message)
-        except Exception as error:  # noqa: BLE001 - as send_to_group
-            _not_taken(group, message, error)
+            await asyncio.wait_for(awaitable, SEND_BOUND)
+        except Exception as error:  # noqa: BLE001 - Redis gone or paused
+            log.debug("a channel-layer chore did not finish: %r", error)
+
+    task = asyncio.get_running_loop().create_task(chore())
+    _chores.add(task)
+    task.add_done_callback(_chores.discard)
+
+
+_chores = set()
+
+
+class _BackgroundLoop:
+    """For a process whose requests run on no event loop (gunicorn's sync workers): a thread of
+    its own runs a loop for the process's outbox, started at the first send of the process
+    (a worker forked from a master that had one starts its own)."""
+
+    def __init__(self):
+        self.wanted = False
+        self.loop = None
+        self.pid = None
+        self.lock = threading.Lock()
+
+    def post(self, group, message):
+        with self.lock:
+            if self.pid != os.getpid():
+                self.loop = asyncio.new_event_loop()
+                self.pid = os.getpid()
+                threading.Thread(target=self.loop.run_forever, name="relaybay-outbox", daemon=True).start()
+        self.loop.call_soon_threadsafe(lambda: outbox().post(group, message))
+
+
+_background = _BackgroundLoop()
+
+
+def send_in_background():
+    """Make this process's sends from sync code go through an outbox thread (relaybay/wsgi.py)."""
+    _background.wanted = True
 
 
 class RelayFailed(Exception):

@@ -16,19 +16,16 @@ class Messages(Deliverable):
     order = 20
     model = SessionMessage
     session_field = "recipient"
+    prefix = "M"
     # Read before delivery (acknowledged by id): nothing left to carry. Native messages are
     # Claude Code's to deliver; relaybay only records them. Held, denied and expired messages
     # wait on the owner, not on a hook (docs/rules.md §4.8).
-    pending = Q(delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP, state=SessionMessage.State.SENT)
+    carriable = Q(read_at=None, channel=SessionMessage.Channel.MCP, state=SessionMessage.State.SENT)
+    # What the sender was told about why it waited no longer holds.
+    claimed_fields = {"not_delivered_reason": ""}
 
     def block(self, item):
         return message_block(item)
-
-    def claim(self, item, *, now, by):
-        claimed = SessionMessage.objects.filter(pk=item.pk, delivered_at=None).update(
-            delivered_at=now, delivered_by=by, not_delivered_reason=""
-        )
-        return bool(claimed)
 
     def source(self, items):
         senders = list(dict.fromkeys(message.sender_name for message in items))

@@ -135,6 +135,7 @@ def message_summary(message):
         "depth": message.depth,
         "sent_at": message.created_at.isoformat(),
         "delivered_at": message.delivered_at.isoformat() if message.delivered_at else None,
+        "confirmed_at": message.confirmed_at.isoformat() if message.confirmed_at else None,
         "read_at": message.read_at.isoformat() if message.read_at else None,
         "read": read_mark(message),
         "state": message_mark(message),

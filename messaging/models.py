@@ -84,8 +84,11 @@ class SessionMessage(models.Model):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replies")
     depth = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True, help_text="When a hook answer first carried it")
     delivered_by = models.CharField(max_length=300, blank=True)
+    # As a comment's (sessions_app.models.Comment, docs/rules.md §2.6).
+    offered_at = models.DateTimeField(null=True, blank=True, help_text="Handed to a hook client that has not confirmed it yet, then")
+    confirmed_at = models.DateTimeField(null=True, blank=True, help_text="When the recipient's hook client confirmed it printed it")
     read_at = models.DateTimeField(null=True, blank=True)
     read_verified = models.BooleanField(null=True, blank=True)
     not_delivered_reason = models.CharField(max_length=300, blank=True, help_text="What the sender was told")
@@ -101,6 +104,8 @@ class SessionMessage(models.Model):
             # message_unread (one column) for those queries: by creation order it took
             # message_unread and walked every delivered but unread message of the recipient.
             models.Index(fields=["recipient", "delivered_at", "id"], condition=Q(delivered_at=None), name="message_pending"),
+            # What a hook offers again: handed over, not confirmed (few, and only for a while).
+            models.Index(fields=["recipient", "offered_at"], condition=Q(offered_at__isnull=False), name="message_offered"),
             models.Index(fields=["sender", "recipient", "created_at"], name="message_dedupe"),
             models.Index(fields=["id"], condition=Q(channel="mcp", state="held"), name="message_held"),
             models.Index(fields=["recipient", "-id"], name="message_inbox"),

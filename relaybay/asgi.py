@@ -41,7 +41,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from board.routing import websocket_urlpatterns  # noqa: E402
 from core import hosts  # noqa: E402
 from core.dbthreads import threads as db_threads  # noqa: E402
-from core.pings import send_held  # noqa: E402
+from core.pings import holding_sends, post_held  # noqa: E402
 from mcp_server.http import mcp_asgi_app  # noqa: E402
 
 # The API's description and docs page open with the token or the owner's board login, which
@@ -51,15 +51,32 @@ API_PAGES_FOR_THE_OWNER = {"/api/docs", "/api/openapi.json"}
 
 async def serve_api(scope, receive, send):
     """One /api/ request: Django without the middleware chain, its sync code on a database
-    thread (core/dbthreads.py), the board pings and wake-ups of what it committed sent
-    before its answer."""
+    thread (core/dbthreads.py), the board pings and wake-ups of what it committed handed to
+    the event loop's outbox as its answer goes out; the answer never waits for them
+    (core/pings.py)."""
     async with db_threads.serving() as held:
 
         async def answer(message):
-            await send_held(held)
+            post_held(held)
             await send(message)
 
         await api_asgi_app(scope, receive, answer)
+
+
+async def serve_board(scope, receive, send):
+    """The board's pages and everything else outside /api/ and /mcp, through Django's whole
+    chain; the pings of what a page committed (a comment, a Deliver) are handed to the loop's
+    outbox as for /api/, so no page waits on the channel layer either."""
+    with holding_sends() as held:
+
+        async def answer(message):
+            post_held(held)
+            await send(message)
+
+        try:
+            await django_asgi_app(scope, receive, answer)
+        finally:
+            post_held(held)
 
 
 async def http(scope, receive, send):
@@ -76,7 +93,7 @@ async def http(scope, receive, send):
     elif path == "/mcp":
         await mcp_asgi_app(scope, receive, send)
     else:
-        await django_asgi_app(scope, receive, send)
+        await serve_board(scope, receive, send)
 
 
 application = ProtocolTypeRouter(

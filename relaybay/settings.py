@@ -83,6 +83,10 @@ RELAYBAY_REQUEST_ID_HOURS = envint("RELAYBAY_REQUEST_ID_HOURS", Limits.request_i
 RELAYBAY_UNREAD_CAP = envint("RELAYBAY_UNREAD_CAP", Limits.unread_cap)
 RELAYBAY_HOLD_HOURS = envint("RELAYBAY_HOLD_HOURS", 72)
 RELAYBAY_WAKE_CAP = envint("RELAYBAY_WAKE_CAP", 3)
+# An item handed to a hook client that confirms what it prints, not confirmed this many seconds
+# later, is offered again by the session's next hook (docs/rules.md §2.6). Longer than the
+# client's own timeout (RELAYBAY_TIMEOUT, 10 s), so an answer still on its way is not offered twice.
+RELAYBAY_REOFFER_SECONDS = envint("RELAYBAY_REOFFER_SECONDS", 30)
 # Rows made for sender names no session proves (kind mcp, docs/rules.md §4.2): past this many,
 # a send under yet another new unproven name is refused.
 RELAYBAY_UNPROVEN_NAMES = envint("RELAYBAY_UNPROVEN_NAMES", 200)

@@ -1,9 +1,9 @@
 """Event mode and the entry point: post one hook event, print relaybay's answer."""
 import sys
 
-from relaybay_hook import env
+from relaybay_hook import env, printed
 from relaybay_hook.conn import HOOKS_PATH, Unreachable, error_text, http_request, unavailable
-from relaybay_hook.output import err, out
+from relaybay_hook.output import err, exit_now, out
 from relaybay_hook.proof import hook_headers
 
 
@@ -109,6 +109,10 @@ def event_mode():
     timeout = max(env.float_env('RELAYBAY_TIMEOUT', 10), 0.1)
     spool_path = env.spool_path()
     notices = []
+    # What this process printed before and relaybay has not taken yet goes with this call.
+    printed_file = printed.file_for(spool_path, payload)
+    entries = printed.load(printed_file)
+    answer_headers = {}
     try:
         if _spool_pending(spool_path):
             from relaybay_hook import spool
@@ -118,7 +122,8 @@ def event_mode():
             if spooled:
                 return _answer(None, notices)
         try:
-            status, body = http_request('POST', HOOKS_PATH, payload, hook_headers(), timeout)
+            status, body = http_request(
+                'POST', HOOKS_PATH, payload, hook_headers() + printed.report_headers(entries), timeout, answer_headers=answer_headers)
         except Unreachable:
             status, body = None, None
         if status is None or unavailable(status):
@@ -139,7 +144,19 @@ def event_mode():
         elif body.strip() and body.lstrip()[:1] != b'{':
             err('%d answer is not a JSON object' % status)
             body = None
-        return _answer(body, notices)
+        carried = printed.handles(answer_headers.get('x-relaybay-items'))
+        repeated = printed.repeats(entries, carried)
+        if repeated:
+            # Offered again while this process's report was on its way: relaybay offers the
+            # answer's other items again, and takes the repeated ones with the next report.
+            err('an answer repeats %s, printed already: not printed' % ' '.join(repeated))
+            body = None
+        _answer(body, notices)
+        # Recorded once the answer is out: a client killed before this point printed nothing
+        # Claude Code keeps, and relaybay offers the items again.
+        printed.record(printed_file, entries, printed=repeated or (carried if body else ()),
+                       taken=printed.handles(answer_headers.get('x-relaybay-confirmed')))
+        return 0
     err(error_text(status, body))
     if status in (401, 403) and _is_session_start(payload):
         notices.append(
@@ -152,8 +169,13 @@ def main(argv):
     try:
         if len(argv) > 1 and argv[1] == 'wait':
             from relaybay_hook import wait
-            return wait.wait_mode()
-        return event_mode()
+            code = wait.wait_mode()
+        else:
+            code = event_mode()
     except Exception as exc:
         err('internal error: %s: %s' % (exc.__class__.__name__, exc))
-        return 0
+        code = 0
+    # The answer is out and what it carried recorded (printed.py): end the process now, not
+    # after the interpreter's teardown (about 1 ms), so that nothing lies between recording
+    # an item and the exit whose output Claude Code keeps.
+    exit_now(code)

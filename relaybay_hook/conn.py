@@ -90,8 +90,9 @@ def _body_if_complete(headers, buf, eof):
     return bytes(buf) if eof else None
 
 
-def _read_response(sock, deadline):
-    """Return (status, body); body is None when the answer was cut short.
+def _read_response(sock, deadline, answer_headers=None):
+    """Return (status, body); body is None when the answer was cut short. The answer's
+    headers go into `answer_headers` (lowercased names), when given.
 
     Raises Unreachable if no status line arrived.
     """
@@ -121,6 +122,9 @@ def _read_response(sock, deadline):
                 if 100 <= status < 200:  # interim answer: read on
                     status = headers = None
                     continue
+                if answer_headers is not None:
+                    for name, value in headers.items():
+                        answer_headers[name.decode('latin-1')] = value.decode('latin-1')
         if headers is not None:
             try:
                 body = _body_if_complete(headers, buf, eof)
@@ -148,8 +152,9 @@ def _read_response(sock, deadline):
             eof = True
 
 
-def http_request(method, path, body=None, headers=(), timeout=10.0, url=None):
-    """One HTTP/1.1 exchange (Connection: close). Returns (status, body or None)."""
+def http_request(method, path, body=None, headers=(), timeout=10.0, url=None, answer_headers=None):
+    """One HTTP/1.1 exchange (Connection: close). Returns (status, body or None); the
+    answer's headers go into the dict `answer_headers`, when given."""
     scheme, host, port, host_header, prefix = _parse_url(url or env.base_url())
     deadline = time.monotonic() + timeout
     lines = [
@@ -181,7 +186,7 @@ def http_request(method, path, body=None, headers=(), timeout=10.0, url=None):
         except OSError as exc:  # the server may have answered early (e.g. 413) and closed
             send_error = exc
         try:
-            return _read_response(sock, deadline)
+            return _read_response(sock, deadline, answer_headers)
         except Unreachable:
             if send_error is not None:
                 raise Unreachable(str(send_error) or send_error.__class__.__name__)

@@ -14,8 +14,7 @@ from relaybay_hook import env
 PROCESS_HEADER = 'X-Relaybay-Process'
 
 
-def process_proof(token):
-    """The digest relaybay matches between a process's hooks and its MCP calls."""
+def sha256_hex(data):
     # One C module rather than hashlib (a few ms): the hook client computes this on every hook.
     try:
         from _sha2 import sha256  # Python 3.12+
@@ -24,17 +23,34 @@ def process_proof(token):
             from _sha256 import sha256
         except ImportError:
             from hashlib import sha256
-    return sha256(b'relaybay-process:' + token.encode('utf-8', 'surrogateescape')).hexdigest()
+    return sha256(data).hexdigest()
+
+
+def process_proof(token):
+    """The digest relaybay matches between a process's hooks and its MCP calls."""
+    return sha256_hex(b'relaybay-process:' + token.encode('utf-8', 'surrogateescape'))
 
 
 def messaging_token():
     return env.clean(env.getenv('CLAUDE_CODE_MESSAGING_TOKEN') or '')
 
 
+_digest = None
+
+
+def process_digest():
+    """This process's proof, '' without a messaging token (computed once per hook)."""
+    global _digest
+    if _digest is None:
+        token = messaging_token()
+        _digest = process_proof(token) if token else ''
+    return _digest
+
+
 def hook_headers():
     """The header lines a hook post carries: the proof, when the process has a token."""
-    token = messaging_token()
-    return ('%s: %s' % (PROCESS_HEADER, process_proof(token)),) if token else ()
+    digest = process_digest()
+    return ('%s: %s' % (PROCESS_HEADER, digest),) if digest else ()
 
 
 def headers_helper():

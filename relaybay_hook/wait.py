@@ -8,8 +8,9 @@ import json
 import sys
 import time
 
-from relaybay_hook import env, proof
+from relaybay_hook import env, printed, proof
 from relaybay_hook.conn import Unreachable, http_request
+from relaybay_hook.output import err
 
 WAIT_PATH = '/api/hooks/wait'
 WAIT_POLL_MAX = 50     # seconds per long poll
@@ -40,6 +41,8 @@ def wait_mode():
         return 0
     deadline = time.monotonic() + env.float_env('RELAYBAY_WAIT', DEFAULT_WAIT)
     retry = MIN_POLL_INTERVAL
+    # The same record of printed items as the event hooks of this process (printed.py).
+    printed_file = printed.file_for(env.spool_path(), session_id=session_id)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -48,10 +51,17 @@ def wait_mode():
         last = '&last=1' if poll >= remaining else ''
         path = '%s?session_id=%s&timeout=%d%s' % (WAIT_PATH, _quote(session_id), poll, last)
         started = time.monotonic()
+        entries = printed.load(printed_file)
+        answer_headers = {}
         try:
-            status, body = http_request('GET', path, None, proof.hook_headers(), poll + 10)
+            status, body = http_request('GET', path, None, proof.hook_headers() + printed.report_headers(entries), poll + 10,
+                                        answer_headers=answer_headers)
         except Unreachable:
             status, body = None, b''
+        taken = printed.handles(answer_headers.get('x-relaybay-confirmed'))
+        if taken:
+            printed.record(printed_file, entries, taken=taken)
+            entries = printed.load(printed_file)
         if status is None or status >= 500:
             # relaybay is down, restarting or without its channel layer: wait for it to come
             # back, within the bound, so the session stays wakeable across a restart.
@@ -70,11 +80,20 @@ def wait_mode():
             text = answer.get('text')
             if not isinstance(text, str) or not text.strip():
                 return 0
+            carried = printed.handles(answer_headers.get('x-relaybay-items'))
+            repeated = printed.repeats(entries, carried)
+            if repeated:
+                # As in event mode (client.py): not printed; relaybay offers the rest again at
+                # the session's next hook, and takes the repeated ones with its report.
+                err('a wake-up repeats %s, printed already: not printed' % ' '.join(repeated))
+                printed.record(printed_file, entries, printed=repeated)
+                return 0
             try:
                 sys.stderr.buffer.write(text.encode('utf-8', 'replace'))
                 sys.stderr.flush()
             except Exception:
                 return 0
+            printed.record(printed_file, entries, printed=carried)
             return 2
         if state != 'timeout':
             return 0  # replaced by a newer waiter, or anything unexpected

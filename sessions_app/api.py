@@ -6,9 +6,11 @@ from datetime import datetime
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import DatabaseError
+from django.http import HttpResponse
 from ninja import Router, Status
+from redis.exceptions import TimeoutError as ChannelLayerTimeout
 
-from core import inputs
+from core import inputs, pings
 from core.auth import AgentAuth, AsyncAgentAuth, AsyncOwnerAuth, OwnerAuth, credential_of
 from core.dbthreads import threads as db_threads
 from core.errors import InvalidInput
@@ -16,7 +18,7 @@ from core.pings import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
 
 from . import actions, directory
 from .hooks import delivery, refusals
-from .hooks.ingest import ingest_hook
+from .hooks.ingest import IDENTIFIERS, ingest_hook
 from .schemas import ERRORS, DesktopEdgeIn, DesktopEdgeOut, DesktopIn, DesktopOut, Error, HookIn, InboundIn, InboundOut, RelayIn, WaitOut
 
 router = Router(tags=["hooks and sessions"])
@@ -24,6 +26,14 @@ HOOK_BODY = HookIn.model_json_schema()
 
 
 logger = logging.getLogger("relaybay")
+
+# The command-hook client's side of delivery (docs/rules.md §2.6, docs/hook-client.md): it says
+# it confirms what it prints, reports what it printed with its next calls, and hears which
+# items an answer carries and which reports relaybay has taken.
+CONFIRMING_HEADER = "X-Relaybay-Confirming"
+PRINTED_HEADER = "X-Relaybay-Printed"
+ITEMS_HEADER = "X-Relaybay-Items"
+CONFIRMED_HEADER = "X-Relaybay-Confirmed"
 
 
 def _count_refused():
@@ -82,13 +92,44 @@ def _spooled_at(request):
     description="Takes the hook payload exactly as Claude Code sends it and returns the hook answer JSON. "
     "Header `X-Relaybay-Replay: 1` marks an event replayed from the hook client's spool: recorded, answered `{}`. "
     "Header `X-Relaybay-Process` carries the proof of the Claude Code process (a digest of its messaging token): "
-    "relaybay's http MCP server then knows this hook session speaks for calls with the same proof.",
+    "relaybay's http MCP server then knows this hook session speaks for calls with the same proof. "
+    "`X-Relaybay-Confirming: 1` says the client confirms what it prints: the items an answer carries (named in "
+    "the answer's `X-Relaybay-Items`) stay offered until a later call reports them in `X-Relaybay-Printed` "
+    "(`C-12 M-40`); the answer's `X-Relaybay-Confirmed` names the reports taken.",
 )
-def post_hook(request):
+def post_hook(request, response: HttpResponse):
     payload = inputs.read_json_body(request, what="The hook payload")
     replay = request.headers.get("X-Relaybay-Replay") == "1"
     process = directory.process_proof(request.headers.get(directory.PROCESS_HEADER))
-    return ingest_hook(payload, replay=replay, spooled_at=_spooled_at(request) if replay else None, process=process)
+    if not replay:
+        _take_report(request, response, payload, process)
+    answer = ingest_hook(
+        payload,
+        replay=replay,
+        spooled_at=_spooled_at(request) if replay else None,
+        process=process,
+        confirming=not replay and request.headers.get(CONFIRMING_HEADER) == "1",
+    )
+    _name_items(response, getattr(answer, "carried", ()))
+    return answer
+
+
+def _take_report(request, response, payload, process):
+    """Confirm what the session's hook client printed (before this call claims anything, so
+    none of it is offered again here)."""
+    report = request.headers.get(PRINTED_HEADER)
+    hook_session = payload.get("session_id") if isinstance(payload, dict) else None
+    if not report or not isinstance(hook_session, str) or not hook_session.strip():
+        return
+    inputs.check_identifier(hook_session, what="hook payload's session_id", max_length=IDENTIFIERS["session_id"])
+    taken = delivery.confirm_printed(hook_session, report, process)
+    if taken:
+        response.headers[CONFIRMED_HEADER] = " ".join(taken)
+
+
+def _name_items(response, handles):
+    if handles:
+        response.headers[ITEMS_HEADER] = " ".join(handles)
 
 
 @router.get(
@@ -99,58 +140,77 @@ def post_hook(request):
     description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
     "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "
     "or the session ended. `last=true` on the hook's final poll (its bound reached): when it times out, "
-    "the session is no longer reported as being woken.",
+    "the session is no longer reported as being woken. The confirmation headers are those of `POST /hooks`.",
 )
-async def wait_for_delivery(request, session_id: inputs.Name, timeout: float = 50, last: bool = False):
+async def wait_for_delivery(request, response: HttpResponse, session_id: inputs.Name, timeout: float = 50, last: bool = False):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
     waiter = uuid.uuid4().hex
     process = directory.process_proof(request.headers.get(directory.PROCESS_HEADER))
+    confirming = request.headers.get(CONFIRMING_HEADER) == "1"
+    report = request.headers.get(PRINTED_HEADER)
+    if report:
+        inputs.check_identifier(session_id, what="session_id", max_length=IDENTIFIERS["session_id"])
+        taken = await db_threads.run(delivery.confirm_printed, session_id, report, process)
+        if taken:
+            response.headers[CONFIRMED_HEADER] = " ".join(taken)
     if not await db_threads.run(delivery.register_waiter, session_id, waiter, process):
         return {"status": delivery.WAKE_REPLACED}
+
+    async def check():
+        outcome = await db_threads.run(lambda: delivery.claim_for_waiter(session_id, waiter, confirming=confirming))
+        if outcome == delivery.WAKE_REPLACED:
+            return {"status": "replaced"}
+        if outcome:
+            _name_items(response, outcome.handles())
+            return {"status": "delivered", "text": outcome.text()}
+        return None
+
+    # What waits already is handed over without the channel layer.
+    answered = await check()
+    if answered:
+        return answered
     layer = get_channel_layer()
     channel = await layer.new_channel()
     group = wait_group(session_id)
     try:
-        await layer.group_add(group, channel)
-    except Exception:
-        # No channel layer (Redis down): nobody will wait, so no waiter stays registered to
-        # tell senders the session is being woken. The error answers 503 (core/api.py).
+        # Nothing waits on a channel layer that does not answer (docs/rules.md §2.7).
+        await asyncio.wait_for(layer.group_add(group, channel), pings.SEND_BOUND)
+    except Exception as error:
+        # No channel layer (Redis down or paused): nobody will wait, so no waiter stays
+        # registered to tell senders the session is being woken. The error answers 503
+        # (core/api.py); the hook client tries again within its bound.
         await db_threads.run(delivery.forget_waiter, session_id, waiter)
+        if isinstance(error, asyncio.TimeoutError):
+            raise ChannelLayerTimeout(f"no answer within {pings.SEND_BOUND:g} s") from None
         raise
     try:
-        await layer.group_send(group, {"type": "replaced", "waiter": waiter})
+        pings.outbox().post(group, {"type": "replaced", "waiter": waiter})
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        # Something may have arrived between the Stop and our joining the group.
-        check = True
-        while True:
-            if check:
-                outcome = await db_threads.run(delivery.claim_for_waiter, session_id, waiter)
-                if outcome == delivery.WAKE_REPLACED:
-                    return {"status": "replaced"}
-                if outcome:
-                    return {"status": "delivered", "text": outcome}
+        # Something may have arrived between the first check and our joining the group.
+        answered = await check()
+        while not answered:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                # The loop above made one last check, for a write no wake reached. The hook's
-                # last poll (its bound reached) leaves nobody waiting: senders are told so.
+                # The loop made one last check, for a write no wake reached. The hook's last
+                # poll (its bound reached) leaves nobody waiting: senders are told so.
                 if last:
                     await db_threads.run(delivery.forget_waiter, session_id, waiter)
                 return {"status": "timeout"}
             try:
                 message = await asyncio.wait_for(layer.receive(channel), remaining)
             except asyncio.TimeoutError:
-                check = True
                 deadline = -1.0
+                answered = await check()
                 continue
             # A "replaced" from another waiter may be older than ours (two waiters registering
             # at once on two processes): the database's current waiter decides, in the check.
-            check = not (message.get("type") == "replaced" and message.get("waiter") == waiter)
+            if not (message.get("type") == "replaced" and message.get("waiter") == waiter):
+                answered = await check()
+        return answered
     finally:
-        try:
-            await layer.group_discard(group, channel)
-        except Exception:  # noqa: BLE001 - Redis gone: the group entry expires on its own
-            pass
+        # Redis gone or paused: the group entry expires on its own.
+        pings.in_background(layer.group_discard(group, channel))
 
 
 @router.post(

@@ -240,13 +240,18 @@ class Comment(models.Model):
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     body = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True, help_text="When a hook answer first carried it")
     delivered_by = models.CharField(max_length=300, blank=True, help_text="Hook event and hook id that carried it")
+    # docs/rules.md §2.6: a hook answer whose client confirms what it prints leaves the item
+    # offered until that confirmation, and a later hook offers it again past RELAYBAY_REOFFER_SECONDS.
+    offered_at = models.DateTimeField(null=True, blank=True, help_text="Handed to a hook client that has not confirmed it yet, then")
+    confirmed_at = models.DateTimeField(null=True, blank=True, help_text="When the session's hook client confirmed it printed it")
 
     class Meta:
         ordering = ["id"]
         indexes = [
             models.Index(fields=["session", "id"], condition=Q(delivered_at=None), name="comment_pending"),
+            models.Index(fields=["session", "offered_at"], condition=Q(offered_at__isnull=False), name="comment_offered"),
         ]
 
     def __str__(self):

@@ -3,6 +3,8 @@ from sessions_app, messages from messaging. "Pending" is written once per kind, 
 `waiting` queryset; the one query every hook asks is compiled from those querysets."""
 
 import itertools
+import re
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -20,18 +22,28 @@ def test_comments_come_before_messages_in_an_answer():
 
 @pytest.mark.parametrize(
     "comment_state, message_state",
-    itertools.product(["none", "waiting", "delivered"], ["none", "waiting", "delivered", "read", "delivered and read"]),
+    itertools.product(
+        ["none", "waiting", "delivered", "offered long ago", "offered just now"],
+        ["none", "waiting", "delivered", "read", "delivered and read", "offered long ago", "offered long ago and read"],
+    ),
 )
 def test_the_hooks_question_agrees_with_each_kinds_queryset(comment_state, message_state):
     me = Session.objects.create(kind=Session.Kind.HOOK, title="me")
     other = Session.objects.create(kind=Session.Kind.HOOK, title="other")
     now = timezone.now()
+    # Offered and not confirmed past RELAYBAY_REOFFER_SECONDS (docs/rules.md §2.6): offered again.
+    offered = {"long ago": now - timedelta(hours=1), "just now": now}
     # Rows of another session never count for this one.
     Comment.objects.create(session=other, session_name="other", body="x")
     SessionMessage.objects.create(sender=me, sender_name="me", recipient=other, recipient_name="other", body="x")
     if comment_state != "none":
+        when = next((at for words, at in offered.items() if words in comment_state), now)
         Comment.objects.create(
-            session=me, session_name="me", body="c", delivered_at=now if comment_state == "delivered" else None
+            session=me,
+            session_name="me",
+            body="c",
+            delivered_at=None if comment_state == "waiting" else when,
+            offered_at=when if "offered" in comment_state else None,
         )
     if message_state != "none":
         SessionMessage.objects.create(
@@ -40,22 +52,25 @@ def test_the_hooks_question_agrees_with_each_kinds_queryset(comment_state, messa
             recipient=me,
             recipient_name="me",
             body="m",
-            delivered_at=now if "delivered" in message_state else None,
+            delivered_at=now if "delivered" in message_state or "offered" in message_state else None,
+            offered_at=offered["long ago"] if "offered" in message_state else None,
             read_at=now if "read" in message_state else None,
         )
     expected = {kind.name for kind in delivery.kinds() if kind.waiting(me.pk).exists()}
     assert {kind.name for kind in delivery.pending(me.pk)} == expected
-    assert ("comment" in expected) == (comment_state == "waiting")
-    assert ("message" in expected) == (message_state == "waiting")
+    assert ("comment" in expected) == (comment_state in ("waiting", "offered long ago"))
+    assert ("message" in expected) == (message_state in ("waiting", "offered long ago"))
 
 
 def test_what_waits_is_found_through_the_pending_index_not_by_walking_delivered_unread_mail():
     """Every hook asks whether anything waits, and every send counts what waits against the
     unread cap. Most delivered messages are never acknowledged, so a recipient's unread mail
-    grows without bound; the two questions must walk only what is undelivered. On SQLite
-    (no statistics) the index is chosen by its shape: message_pending leads with the columns
-    both questions test, so it outranks message_unread whatever their creation order."""
+    grows without bound; the two questions must walk only what is undelivered, or offered and
+    not confirmed (docs/rules.md §2.6). On SQLite (no statistics) the index is chosen by its
+    shape: message_pending leads with the columns both questions test, so it outranks
+    message_unread whatever their creation order, and message_offered holds only the offered."""
     from django.db import connection
+    from django.test.utils import CaptureQueriesContext
 
     from messaging import fleet
 
@@ -67,14 +82,15 @@ def test_what_waits_is_found_through_the_pending_index_not_by_walking_delivered_
         for i in range(30)
     )
     waiting = SessionMessage.objects.create(sender=other, sender_name="other", recipient=me, recipient_name="me", body="new")
-    assert [kind.name for kind in delivery.pending(me.pk)] == ["message"]
-    assert fleet._waiting_up_to_cap(me.pk, now) == [waiting.pk]
+    delivery.pending(other.pk), fleet._waiting_up_to_cap(other.pk, now)  # their statements built
+    with CaptureQueriesContext(connection) as asked:
+        assert [kind.name for kind in delivery.pending(me.pk)] == ["message"]
+        assert fleet._waiting_up_to_cap(me.pk, now) == [waiting.pk]
     with connection.cursor() as cursor:
         columns = connection.introspection.get_constraints(cursor, SessionMessage._meta.db_table)["message_pending"]["columns"]
         assert columns == ["recipient_id", "delivered_at", "id"]
         if connection.vendor == "sqlite":
-            cap = fleet._waiting_up_to_cap.statement()
-            for sql, params in (delivery.pending_sql(me.pk), (cap.sql, cap.params((me.pk, now)))):
-                cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-                plan = [row[-1] for row in cursor.fetchall() if "session_message" in row[-1]]
-                assert plan and all("USING INDEX message_pending" in step for step in plan), plan
+            for query in asked.captured_queries:
+                cursor.execute("EXPLAIN QUERY PLAN " + query["sql"])
+                plan = [row[-1] for row in cursor.fetchall() if row[-1].startswith(("SEARCH", "SCAN")) and "sessions_app_session" not in row[-1] and "CONSTANT ROW" not in row[-1]]
+                assert plan and all(re.search(r"INDEX (message|comment)_(pending|offered) ", step) for step in plan), plan

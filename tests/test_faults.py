@@ -1,7 +1,8 @@
 """Faults (docs/scale-out.md, "When a service stops"): a server killed with `kill -9` under load loses no message whose send was
 answered, and after a restart every pending item is delivered, once; a stopped database or
-Redis gives clear errors and leaves no half-written rows; the hook client's spool keeps its
-order across a long outage with many events, replayed and marked so on the server.
+Redis gives clear errors and leaves no half-written rows; a paused Redis holds up no answer;
+the hook client's spool keeps its order across a long outage with many events, replayed and
+marked so on the server. (tests/test_delivery_faults.py runs the delivery fault loop.)
 
 The kill and spool tests run on the test run's configuration (embedded on the first pass of
 `make test`, PostgreSQL + Redis on the second); the outage tests stop a PostgreSQL cluster and
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fault_loop import PausableRedis
 from tests.live_server import RUN_DATABASE_URL, LiveRelaybay, free_port, scale_out_env, start_relaybay, stop_relaybay
 from tests.scale_out import (
     PrivatePostgres,
@@ -217,15 +219,20 @@ def test_a_stopped_redis_keeps_writes_whole_refuses_long_polls_clearly_and_recov
         assert time.monotonic() - started < 10
         assert query(first, "select count(*) from session_message where body = 'while redis is down'") == [(1,)]
         no_half_written_messages(first)
+        # Hooks still deliver (they need the database, not Redis).
+        answer = second.hook("UserPromptSubmit", "hook-beta", prompt="again", cwd="/work/beta")
+        assert "while redis is down" in answer["hookSpecificOutput"]["additionalContext"]
+        second.hook("Stop", "hook-beta", stop_hook_active=False, cwd="/work/beta")
         # The long poll cannot wait without the channel layer: it says so, and no waiter is left
         # registered that would tell senders the session is being woken.
         status, answer = second.get("/hooks/wait", session_id="hook-beta", timeout=5)
         assert status == 503, answer
         assert "channel layer" in answer["detail"] and "Redis" in answer["detail"]
         assert query(first, "select waiter from sessions_app_hooklink where hook_session = 'hook-beta'") == [("",)]
-        # Hooks still deliver (they need the database, not Redis).
-        answer = second.hook("UserPromptSubmit", "hook-beta", prompt="again", cwd="/work/beta")
-        assert "while redis is down" in answer["hookSpecificOutput"]["additionalContext"]
+        # What waits already needs no waiting: the poll hands it over (docs/rules.md §2.7).
+        assert send(first, "alpha", "beta", "for the poll")[0] == 200
+        status, answer = second.get("/hooks/wait", session_id="hook-beta", timeout=5)
+        assert status == 200 and answer["status"] == "delivered" and "for the poll" in answer["text"], answer
         second.hook("Stop", "hook-beta", stop_hook_active=False, cwd="/work/beta")
 
         redis_server.start()
@@ -242,6 +249,42 @@ def test_a_stopped_redis_keeps_writes_whole_refuses_long_polls_clearly_and_recov
             status, answer = box["result"]
             assert answer["status"] == "delivered" and "redis is back" in answer["text"], answer
             assert "messages" in json.loads(ws.recv(timeout=10))["topics"]
+    finally:
+        stop_cluster(servers)
+        redis_server.stop()
+
+
+@pytest.mark.scale_out
+def test_with_redis_paused_hook_answers_sends_and_wake_up_polls_wait_for_nothing(tmp_path):
+    """Redis paused (CLIENT PAUSE) answers nothing and refuses nothing: an answer that waited
+    on its board ping would outlast the hook client's timeout, and the mail it carried would be
+    marked delivered yet never reach the model (docs/rules.md §2.7)."""
+    redis_server = PausableRedis(tmp_path / "redis").start()
+    servers = []
+    try:
+        servers = start_cluster(tmp_path, 2, scale_out_env(redis_url=redis_server.url))
+        first, second = servers
+        first.start_session("hook-alpha", "alpha", cwd="/work/alpha")
+        first.start_session("hook-beta", "beta", cwd="/work/beta")
+        first.hook("UserPromptSubmit", "hook-beta", prompt="go", cwd="/work/beta")
+        assert send(first, "alpha", "beta", "before the pause")[0] == 200
+
+        redis_server.pause(60)
+        # The real hook client, with its own timeout (10 s): the answer carries the mail.
+        prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "hook-beta", "cwd": "/work/beta", "prompt": "more"}
+        completed = hook_client(second.url, second.token, tmp_path / "spool.jsonl", prompt)
+        assert completed.returncode == 0 and b"before the pause" in completed.stdout, completed
+        second.hook("Stop", "hook-beta", stop_hook_active=False, cwd="/work/beta")
+        # A send to the idle session is answered; its wake waits for Redis in the background.
+        status, sent = send(second, "alpha", "beta", "during the pause", timeout=10)
+        assert status == 200, sent
+        # Its wake-up poll hands over what waits, and without anything waiting says it cannot
+        # wait now (the hook client tries again within its bound).
+        status, answer = second.get("/hooks/wait", session_id="hook-beta", timeout=5)
+        assert status == 200 and answer["status"] == "delivered" and "during the pause" in answer["text"], answer
+        second.hook("Stop", "hook-beta", stop_hook_active=False, cwd="/work/beta")
+        status, answer = second.get("/hooks/wait", session_id="hook-beta", timeout=5)
+        assert status == 503 and "channel layer" in answer["detail"], answer
     finally:
         stop_cluster(servers)
         redis_server.stop()

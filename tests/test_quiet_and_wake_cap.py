@@ -36,10 +36,10 @@ def wake(rb):
     Returns the wake text or None; a woken session goes idle again at its Stop."""
     waiter = f"w{next(WAITERS)}"
     assert delivery.register_waiter("hook-b", waiter)
-    text = delivery.claim_for_waiter("hook-b", waiter)
-    if text:
+    woken = delivery.claim_for_waiter("hook-b", waiter)
+    if woken:
         assert rb.stop("hook-b") == {}
-    return text
+    return woken.text() if woken else None
 
 
 def wakes(pair):

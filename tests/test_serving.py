@@ -1,7 +1,7 @@
 """How relaybay.asgi serves the JSON API (the production path under daphne), run in process
 through the ASGI application itself: /api/ without the board's middleware chain
 (relaybay.asgi.APIHandler), each request's sync code on a long-lived database thread
-(core/dbthreads.py), pings after commit made on the server's event loop before the answer."""
+(core/dbthreads.py), pings after commit made on the server's event loop, never waited for by the answer."""
 
 import asyncio
 import inspect
@@ -215,16 +215,24 @@ async def test_an_api_request_passes_through_no_middleware_added_to_settings(set
     assert SEEN_BY_MIDDLEWARE == ["/api/openapi.json"]
 
 
+class Sends(list):
+    gate = None
+
+
 @pytest.fixture
 def layer_sends(monkeypatch):
     """Each channel-layer send, in order: whether it ran on the event loop's own thread. A
     database thread must not hand a send to the loop and wait for it (asgiref's async_to_sync
-    in core.pings): such a send is recorded as refused and never made."""
-    order = []
+    in core.pings): such a send is recorded as refused and never made. `layer_sends.gate`,
+    while clear, holds every send where the channel layer would: a Redis that does not answer."""
+    order = Sends()
     layer = get_channel_layer()
     real = layer.group_send
+    gate = asyncio.Event()
+    gate.set()
 
     async def group_send(group, message):
+        await gate.wait()
         order.append(("ping", threading.current_thread() is threading.main_thread()))
         await real(group, message)
 
@@ -234,6 +242,7 @@ def layer_sends(monkeypatch):
 
     monkeypatch.setattr(layer, "group_send", group_send)
     monkeypatch.setattr(pings, "async_to_sync", waited_on_the_loop)
+    order.gate = gate
     return order
 
 
@@ -256,16 +265,22 @@ async def call_app(method, path, body, order):
     await asgi.application(scope, receive, send)
 
 
-async def test_a_requests_pings_are_made_on_the_event_loop_before_its_answer(board_group, layer_sends):
+async def test_a_requests_pings_are_made_on_the_event_loop_and_its_answer_never_waits_for_them(board_group, layer_sends):
     async with board_group as board:
-        await call_app("POST", "/api/hooks", hook_payload("UserPromptSubmit", "h-held", prompt="hi"), layer_sends)
+        # The channel layer takes nothing (Redis paused): the answer goes out all the same.
+        layer_sends.gate.clear()
+        # (Bounded only so that a server that waited would fail here rather than hang.)
+        await asyncio.wait_for(call_app("POST", "/api/hooks", hook_payload("UserPromptSubmit", "h-held", prompt="hi"), layer_sends), 30)
+        assert layer_sends == ["http.response.start", "http.response.body"]
+        # Once the layer answers, the pings of what the request committed reach the board.
+        layer_sends.gate.set()
         assert "sessions" in (await board.next_ping())["topics"]
-    # A first hook makes the session's row and its exact link: each write pings, all before the answer.
-    answer_at = layer_sends.index("http.response.start")
-    assert answer_at >= 1 and layer_sends[:answer_at] == [("ping", True)] * answer_at, layer_sends
+    # A first hook makes the session's row and its exact link: each write pings, made on the
+    # loop's own thread, merged while they waited (core.pings.Outbox).
+    assert layer_sends[2:] == [("ping", True)], layer_sends
 
 
-async def test_a_steps_pings_are_made_on_the_event_loop_once_it_returns_even_when_it_raises_after_its_commit(layer_sends):
+async def test_a_steps_pings_are_handed_to_the_event_loop_once_it_returns_even_when_it_raises_after_its_commit(board_group, layer_sends):
     """What the MCP tools and the wake-up long poll run with threads.run: a deep reply's refusal
     commits the owner's Inbox mark and its ping, then raises."""
 
@@ -278,7 +293,9 @@ async def test_a_steps_pings_are_made_on_the_event_loop_once_it_returns_even_whe
         layer_sends.append("step committed")
         raise Refused("refused after the commit")
 
-    with pytest.raises(Refused):
-        await asgi.db_threads.run(step)
-    layer_sends.append("run returned")
-    assert layer_sends == ["step committed", ("ping", True), "run returned"]
+    async with board_group as board:
+        with pytest.raises(Refused):
+            await asgi.db_threads.run(step)
+        layer_sends.append("run returned")
+        assert (await board.next_ping())["topics"] == ["inbox"]
+    assert layer_sends == ["step committed", "run returned", ("ping", True)]

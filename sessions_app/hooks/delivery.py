@@ -6,13 +6,22 @@ sessions_app) and messages between sessions (registered by messaging). Each kind
 without importing the apps whose things it carries, and messaging depends on sessions_app,
 never the other way round.
 
-Claims are compare-and-set updates (`filter(pk=…, delivered_at=None).update(…)`), so when
-several hooks of one session run at once each item goes to exactly one of them, on SQLite
-and PostgreSQL alike, whichever process serves the hook.
+Claims are compare-and-set updates (`filter(pk=…, delivered_at=None).update(…)`, or on the
+offered time for an item offered again), so when several hooks of one session run at once
+each item goes to exactly one of them, on SQLite and PostgreSQL alike, whichever process
+serves the hook.
+
+Delivery is at least once into the hook client and exactly once into the model (§2.6): an
+item handed to a client that confirms what it prints (the command-hook client says so with
+each call) is *offered* until that client reports, with a later call, that it printed it
+(`confirm_printed`); one still unconfirmed RELAYBAY_REOFFER_SECONDS later is offered again
+by the session's next hook (`Deliverable.due_again`), and the client prints no item twice.
 """
 
 import functools
+import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -23,7 +32,7 @@ from core.compiled import Statement
 from core.pings import ping
 
 from .. import directory, identity
-from ..feed import record_event
+from ..feed import feed_row, record_event, record_events
 from ..models import Comment, HookLink
 
 BUDGET = 8000
@@ -32,28 +41,60 @@ SCAN = 50
 
 
 class Deliverable:
-    """One kind of thing a hook carries to a session. A subclass names its model, the field
-    naming the session it goes to, and what of it is pending; and says how one item is
-    written in an answer, how it is claimed, and who it comes from."""
+    """One kind of thing a hook carries to a session. A subclass names its model (with the
+    columns `delivered_at`, `delivered_by`, `offered_at` and `confirmed_at`), the field
+    naming the session it goes to, what of it may still be carried, and the letter of its
+    handles; and says how one item is written in an answer and who it comes from."""
 
     name = ""
     order = 0
     model = None
     session_field = ""
-    pending = Q()
+    # What of this kind may still be carried, handed over or not (read, denied... may not).
+    carriable = Q()
+    # An item's handle is `<prefix>-<id>` (C-12, M-40): in answers, confirmations, the board.
+    prefix = ""
+    # Columns a claim sets besides the delivery's own.
+    claimed_fields = {}
     # Whether the owner wrote it: only other items count toward the wake-up cap (docs/rules.md §4.8).
     from_owner = False
 
-    def waiting(self, session_id):
+    def _of(self, session_id):
+        return self.model.objects.filter(self.carriable, **{self.session_field + "_id": session_id})
+
+    def fresh(self, session_id):
+        """The items no hook answer has carried yet."""
+        return self._of(session_id).filter(delivered_at=None)
+
+    def due_again(self, session_id, now):
+        """The items handed to a hook client that has not confirmed them within
+        RELAYBAY_REOFFER_SECONDS: offered again."""
+        return self.offered_before(session_id, now - timedelta(seconds=settings.RELAYBAY_REOFFER_SECONDS))
+
+    def offered_before(self, session_id, cutoff):
+        """The items handed to a hook client before `cutoff` and not confirmed since."""
+        return self._of(session_id).filter(offered_at__lt=cutoff)
+
+    def waiting(self, session_id, now=None):
         """The items pending for the session: the one definition of "pending" for this kind."""
-        return self.model.objects.filter(self.pending, **{self.session_field + "_id": session_id})
+        return self.fresh(session_id) | self.due_again(session_id, now or timezone.now())
+
+    def handle(self, item):
+        return f"{self.prefix}-{item.pk}"
 
     def block(self, item):
         raise NotImplementedError
 
-    def claim(self, item, *, now, by):
-        """Mark `item` delivered unless another hook did first; whether this one did."""
-        raise NotImplementedError
+    def claim(self, item, *, now, by, confirming):
+        """Hand `item` to this answer unless another hook took it first; whether this one did.
+        An answer to a client that confirms leaves it offered (`offered_at`) until the client
+        does; any other answer is final."""
+        offered = {"delivered_by": by, "offered_at": now if confirming else None, **self.claimed_fields}
+        if item.delivered_at is None:
+            claimed = self.model.objects.filter(pk=item.pk, delivered_at=None).update(delivered_at=now, **offered)
+        else:
+            claimed = self.model.objects.filter(pk=item.pk, offered_at=item.offered_at, confirmed_at=None).update(**offered)
+        return bool(claimed)
 
     def source(self, items):
         """Who the items come from, as the answer's header says it."""
@@ -88,14 +129,11 @@ class Comments(Deliverable):
     order = 10
     model = Comment
     session_field = "session"
-    pending = Q(delivered_at=None)
+    prefix = "C"
     from_owner = True
 
     def block(self, item):
         return comment_block(item)
-
-    def claim(self, item, *, now, by):
-        return bool(Comment.objects.filter(pk=item.pk, delivered_at=None).update(delivered_at=now, delivered_by=by))
 
     def source(self, items):
         return "the owner"
@@ -130,6 +168,18 @@ class Delivery:
         """Whether one more whole item keeps the answer, header included, within BUDGET."""
         return len(Delivery([*self.items, (kind, item, block)]).text()) <= BUDGET
 
+    def handles(self):
+        return [kind.handle(item) for kind, item, _ in self.items]
+
+
+class HookAnswer(dict):
+    """A hook answer (the JSON Claude Code reads) carrying a delivery: `carried` names its
+    items, for the route to tell the hook client in a header, never in the JSON."""
+
+    def __init__(self, answer, delivery):
+        super().__init__(answer)
+        self.carried = delivery.handles()
+
 
 def answer_size(kind, item, block):
     """The length of a hook answer carrying `item`, written as `block`, alone."""
@@ -138,80 +188,139 @@ def answer_size(kind, item, block):
 
 @functools.cache
 def _pending_statements(registered, vendor):
-    """Each kind's `waiting` queryset as a statement compiled once (core/compiled.py): the same
-    definition as the ORM's, with the session id its only parameter."""
-    return tuple(Statement(lambda session_id: kind.waiting(session_id).order_by().values_list("pk")[:1], (int,)) for kind in registered)
+    """Each kind's fresh items and those offered before a cutoff, as statements compiled once
+    (core/compiled.py): the kinds' own querysets, with the session id and the cutoff their
+    parameters."""
+    statements = []
+    for kind in registered:
+        statements.append(Statement(lambda session_id: kind.fresh(session_id).order_by().values_list("pk")[:1], (int,)))
+        statements.append(Statement(lambda session_id, cutoff: kind.offered_before(session_id, cutoff).order_by().values_list("pk")[:1], (int, datetime)))
+    return tuple(statements)
 
 
-def pending_sql(session_id):
-    """The one statement asking each kind whether anything waits, and its parameters."""
+def pending_sql(session_id, now):
+    """The one statement asking, for each kind, whether fresh items or items due again wait
+    (each an index of its own), and its parameters."""
     statements = _pending_statements(kinds(), connection.vendor)
+    values = [(session_id,), (session_id, now - timedelta(seconds=settings.RELAYBAY_REOFFER_SECONDS))] * (len(statements) // 2)
     sql = "SELECT " + ", ".join(f"EXISTS({statement.sql})" for statement in statements)
-    return sql, [param for statement in statements for param in statement.params((session_id,))]
+    return sql, [param for statement, asked in zip(statements, values) for param in statement.params(asked)]
 
 
 def pending(session_id):
     """The kinds that have something pending for the session (empty when nothing waits).
     Every hook asks, and mostly hears no, so it is one statement, compiled once from the
-    kinds' `waiting` querysets because building it with the ORM each time costs more than
-    the database takes to answer it."""
+    kinds' querysets because building it with the ORM each time costs more than the database
+    takes to answer it."""
     registered = kinds()
+    now = timezone.now()
     if not _pending_statements(registered, connection.vendor)[0].proves((session_id,)):
-        return tuple(kind for kind in registered if kind.waiting(session_id).exists())
+        return tuple(kind for kind in registered if kind.waiting(session_id, now).exists())
     with connection.cursor() as cursor:
-        cursor.execute(*pending_sql(session_id))
+        cursor.execute(*pending_sql(session_id, now))
         found = cursor.fetchone()
-    return tuple(kind for kind, waits in zip(registered, found) if waits)
+    return tuple(kind for i, kind in enumerate(registered) if any(found[2 * i : 2 * i + 2]))
 
 
-def claim_pending(link, carrier, looking=None):
+def claim_pending(link, carrier, looking=None, *, confirming=False):
     """Claim, oldest first, every whole item that fits one answer; `looking` says which kinds
-    are worth a look (all by default). Call inside a transaction."""
+    are worth a look (all by default). `confirming`: the hook client confirms what it prints.
+    Call inside a transaction."""
     now = timezone.now()
     by = f"{carrier} via {link.hook_session}"
     delivery = Delivery()
+    again = set()
     for kind in kinds() if looking is None else looking:
         full = False
-        for item in kind.waiting(link.session_id).order_by("id")[:SCAN]:
+        candidates = [*kind.fresh(link.session_id).order_by("id")[:SCAN], *kind.due_again(link.session_id, now).order_by("id")[:SCAN]]
+        for item in sorted(candidates, key=lambda item: item.pk)[:SCAN]:
             block = kind.block(item)
             if not delivery.fits(kind, item, block):
                 full = True
                 break
-            if kind.claim(item, now=now, by=by):
+            offered_before = item.delivered_at is not None
+            if kind.claim(item, now=now, by=by, confirming=confirming):
                 delivery.items.append((kind, item, block))
+                if offered_before:
+                    again.add(kind.handle(item))
         if full:
             break
+    rows = []
     for kind, item, _ in delivery.items:
         name, data = kind.delivered_event(item, carrier)
-        record_event(name, session_id=link.session_id, hook_session=link.hook_session, data=data)
-    if delivery:
+        if kind.handle(item) in again:
+            data = {**data, "offered_again": True}
+        rows.append(feed_row(name, session_id=link.session_id, hook_session=link.hook_session, data=data))
+    if rows:
+        record_events(rows)
         ping("sessions", "messages", "comments", "events")
     return delivery
 
 
 def context_answer(event_name, delivery):
-    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": delivery.text()}}
+    return HookAnswer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": delivery.text()}}, delivery)
 
 
-def stop_answer(link, looking=None):
+def stop_answer(link, looking=None, *, confirming=False):
     """A Stop block when something is pending and this turn has blocks left. Inside a transaction."""
     took = HookLink.objects.filter(pk=link.pk, stop_blocks__lt=STOP_BLOCKS_PER_TURN).update(
         stop_blocks=F("stop_blocks") + 1, state=HookLink.State.BUSY
     )
     if not took:
         return {}
-    delivery = claim_pending(link, "Stop", looking)
+    delivery = claim_pending(link, "Stop", looking, confirming=confirming)
     if not delivery:
         HookLink.objects.filter(pk=link.pk).update(stop_blocks=F("stop_blocks") - 1, state=HookLink.State.IDLE)
         return {}
-    return {"decision": "block", "reason": delivery.text()}
+    return HookAnswer({"decision": "block", "reason": delivery.text()}, delivery)
+
+
+HANDLE = re.compile(r"^([A-Z])-([0-9]{1,18})$")
+# At most this many handles of one report are read; the client reports fewer.
+REPORT_MAX = 200
+
+
+def confirm_printed(hook_session, report, process):
+    """The hook client of `hook_session` reports, as `report` ("C-12 M-40"), the items it
+    printed into the model: mark those of the session's row confirmed (they are offered no
+    more). Returns the handles taken, which the client need not report again; none when the
+    caller does not speak for the session (docs/rules.md §1.5)."""
+    by_prefix = {kind.prefix: kind for kind in kinds()}
+    wanted = {}
+    taken = []
+    for handle in report.replace(",", " ").split()[:REPORT_MAX]:
+        match = HANDLE.match(handle)
+        if match and match[1] in by_prefix:
+            wanted.setdefault(by_prefix[match[1]], []).append(int(match[2]))
+            taken.append(handle)
+    if not taken:
+        return []
+    now = timezone.now()
+    with transaction.atomic():
+        link = directory.link_of(hook_session)
+        if link is None or not identity.speaks_for(link, process, now):
+            return []
+        rows = []
+        for kind, ids in wanted.items():
+            unconfirmed = kind.model.objects.filter(pk__in=ids, confirmed_at=None, **{kind.session_field + "_id": link.session_id}).exclude(delivered_at=None)
+            confirmed = list(unconfirmed.values_list("pk", flat=True))
+            if confirmed:
+                kind.model.objects.filter(pk__in=confirmed).update(confirmed_at=now, offered_at=None)
+                rows += [
+                    feed_row(f"{kind.name}.confirmed", session_id=link.session_id, hook_session=hook_session, data={kind.name: pk})
+                    for pk in confirmed
+                ]
+        if rows:
+            record_events(rows)
+            ping("messages", "comments", "events")
+    return taken
 
 
 WAKE_REPLACED = "replaced"
 
 
-def claim_for_waiter(hook_session, waiter):
-    """What a wake-up waiter may deliver now: text, None (keep waiting) or WAKE_REPLACED."""
+def claim_for_waiter(hook_session, waiter, *, confirming=False):
+    """What a wake-up waiter may deliver now: a Delivery, None (keep waiting) or WAKE_REPLACED."""
     with transaction.atomic():
         link = HookLink.objects.select_for_update().select_related("session").filter(hook_session=hook_session).first()
         if link is None or link.waiter != waiter or not link.live:
@@ -220,7 +329,8 @@ def claim_for_waiter(hook_session, waiter):
             return None
         # Past the wake-up cap only what the owner wrote wakes it; the rest waits for a prompt.
         capped = directory.wake_cap_reached(link)
-        delivery = claim_pending(link, "wake-up", [kind for kind in kinds() if kind.from_owner] if capped else None)
+        looking = [kind for kind in kinds() if kind.from_owner] if capped else None
+        delivery = claim_pending(link, "wake-up", looking, confirming=confirming)
         if not delivery:
             return None
         woken_by_sessions = not any(delivery.of(kind) for kind in kinds() if kind.from_owner)
@@ -235,7 +345,7 @@ def claim_for_waiter(hook_session, waiter):
                 hook_session=link.hook_session,
                 data={"wakes": link.agent_wakes + 1, "cap": settings.RELAYBAY_WAKE_CAP},
             )
-        return delivery.text()
+        return delivery
 
 
 def register_waiter(hook_session, waiter, process=""):

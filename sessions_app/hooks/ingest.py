@@ -225,7 +225,7 @@ def _link(hook_session, event_name, payload, process, now):
 
 def _answer(link, event_name, note, confirming):
     """The hook answer: the session's identity at its start, else what waits for it, claimed
-    (left offered until the hook client confirms it, when it does: docs/rules.md §2.3)."""
+    (left offered until the hook client confirms it, when it does: docs/rules.md §2.6)."""
     if event_name == "SessionStart":
         text = directory.identity_text(link) + (f"\n{note}" if note else "")
         answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
@@ -247,7 +247,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
     its session, apply the event to the link, write its feed rows once, claim what waits and
     answer with it. `process` is the proof of the Claude Code process that ran the hook
     (directory.process_proof); a replayed event is long past and proves nothing. `confirming`:
-    the hook client confirms what it prints (docs/rules.md §2.3)."""
+    the hook client confirms what it prints (docs/rules.md §2.6)."""
     payload = check_payload(payload)
     event_name, hook_session, now = payload["hook_event_name"], payload["session_id"], timezone.now()
     process = "" if replay else process

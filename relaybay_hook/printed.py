@@ -1,0 +1,155 @@
+"""What this Claude Code process's hooks printed into the model, for relaybay's confirmation
+(docs/hook-client.md, "Exactly once into the model").
+
+relaybay keeps a comment or message it handed to a hook answer *offered* until the hook
+client confirms it printed it, and offers one not confirmed in time again (docs/rules.md
+§2.6). So the client
+- records the handles of the items it printed (`C-12`, `M-40`) in a small file of its own
+  Claude Code process (of its hook session without native messaging), next to the spool,
+  once the answer is out;
+- reports them with its later calls (`X-Relaybay-Printed`) until relaybay says it took them
+  (`X-Relaybay-Confirmed`);
+- prints no answer that carries an item printed already: relaybay offers the answer's other
+  items again.
+
+The file holds one line per change, `<handle> <state> <time>`: `p` printed and not yet taken
+by relaybay, `c` taken; the last line of a handle wins. Reading it is the hot path's only
+cost (one open and read); writes happen only after a delivery or a confirmation. The hot
+path imports nothing here beyond what the interpreter has loaded; `fcntl` and `os` are
+imported by the writes.
+"""
+import time
+
+from relaybay_hook import env, proof
+
+PRINTED_DIR = 'printed'
+REPORT_MAX = 100         # handles reported by one call, oldest first
+COMPACT_AT = 256         # lines past which a write rewrites the file with what is still needed
+KEEP_PRINTED = 86400.0   # a report relaybay never takes (the session is gone) is dropped after a day
+KEEP_TAKEN = 86400.0     # a taken handle is remembered a day, against an offer that crossed its report
+LOCK_WAIT = 2.0
+
+
+def _session_id(payload):
+    """The payload's session_id as it is written in the JSON (no JSON parser on the hot path:
+    Claude Code writes session_id first, as a plain string)."""
+    at = payload.find(b'"session_id"')
+    if at < 0:
+        return b''
+    start = payload.find(b'"', payload.find(b':', at + 12) + 1)
+    end = payload.find(b'"', start + 1)
+    return payload[start + 1:end] if 0 <= start < end else b''
+
+
+def file_for(spool, payload=None, session_id=None):
+    """The file of this process: named by its proof (it outlives /clear), else by the hook
+    session id (from the raw payload, or given)."""
+    digest = proof.process_digest()
+    if not digest:
+        raw = session_id.encode('utf-8', 'surrogateescape') if session_id is not None else _session_id(payload or b'')
+        if not raw:
+            return None
+        digest = proof.sha256_hex(b'relaybay-session:' + raw)
+    folder = spool.rpartition('/')[0] or '.'
+    return '%s/%s/%s' % (folder, PRINTED_DIR, digest)
+
+
+def load(path):
+    """{handle: (state, time)} from the file; empty when there is none."""
+    return _parse(_read(path))
+
+
+def _read(path):
+    if not path:
+        return b''
+    try:
+        with open(path, 'rb') as f:
+            return f.read()
+    except OSError:
+        return b''
+
+
+def _parse(data):
+    entries = {}
+    for line in data.decode('ascii', 'replace').splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in ('p', 'c'):
+            try:
+                entries[parts[0]] = (parts[1], float(parts[2]))
+            except ValueError:
+                pass
+    return entries
+
+
+def to_report(entries):
+    """The handles printed and not yet taken by relaybay, oldest first."""
+    waiting = sorted((at, handle) for handle, (state, at) in entries.items() if state == 'p')
+    return [handle for _, handle in waiting[:REPORT_MAX]]
+
+
+def report_headers(entries):
+    report = to_report(entries)
+    headers = ('X-Relaybay-Confirming: 1',)
+    if report:
+        headers += ('X-Relaybay-Printed: ' + ' '.join(report),)
+    return headers
+
+
+def handles(value):
+    """The handles a header names ('C-12 M-40')."""
+    return [h for h in (value or '').replace(',', ' ').split() if len(h) < 24 and h[:1].isupper() and h[1:2] == '-']
+
+
+def repeats(entries, carried):
+    """The handles of an answer printed already by this process."""
+    return [h for h in carried if h in entries]
+
+
+def record(path, entries, printed=(), taken=()):
+    """Add what was printed (state p) and what relaybay took (c); never raises."""
+    now = time.time()
+    changes = [(h, 'p') for h in printed] + [(h, 'c') for h in taken if entries.get(h, ('',))[0] != 'c']
+    if not path or not changes:
+        return
+    try:
+        _write(path, entries, changes, now)
+    except Exception as exc:  # a full disk or a read-only home must not break the agent
+        from relaybay_hook.output import err
+        err('could not record printed items in %s: %s' % (path, exc))
+
+
+def _write(path, entries, changes, now):
+    import fcntl
+    import os
+    os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
+    lock = os.open(path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    break  # a stuck holder: an append is still whole, and better kept than lost
+                time.sleep(0.005)
+        lines = ['%s %s %.3f\n' % (h, state, now) for h, state in changes]
+        data = _read(path)
+        if data.count(b'\n') + len(lines) > COMPACT_AT:
+            current = _parse(data)
+            for h, state in changes:
+                current[h] = (state, now)
+            kept = [(h, state, at) for h, (state, at) in current.items()
+                    if now - at < (KEEP_PRINTED if state == 'p' else KEEP_TAKEN)]
+            tmp = '%s.tmp.%d' % (path, os.getpid())
+            with open(tmp, 'w') as f:
+                f.write(''.join('%s %s %.3f\n' % item for item in kept))
+            os.replace(tmp, path)
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, ''.join(lines).encode('ascii'))  # one write: an O_APPEND write lands whole
+            finally:
+                os.close(fd)
+    finally:
+        os.close(lock)

@@ -1,0 +1,359 @@
+"""The delivery fault loop (docs/rules.md §2.6): relaybay servers, one session whose hooks run
+through the real hook client, another session sending it messages, and faults at random points
+while they run — a server killed with kill -9 and started again, Redis paused, a hook client
+killed or giving up mid-answer. Each item is counted as the model sees it: in the output of a
+hook client that exited normally (Claude Code keeps no output of a hook it killed, or that
+failed). A run answers two questions: was any item sent never shown (lost), was any shown more
+than once.
+
+tests/test_delivery_faults.py runs a bounded loop on the test run's configuration,
+bench/delivery_faults.py a long one and prints its counts. Servers are tests/devserver.py's;
+Redis, when the loop pauses it, is a redis-server of the loop's own (`PausableRedis`), never
+the shared one.
+"""
+
+import collections
+import contextlib
+import json
+import random
+import re
+import secrets
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests import devserver
+
+HOOK_CLIENT = devserver.REPO_ROOT / "bin" / "relaybay-hook"
+SHOWN_ITEM = re.compile(r"^\[relaybay\] Message M-(\d+) from", re.M)
+# Servers of the loop: an item not confirmed a second after it was handed over is offered
+# again, and one sender may send as much as the loop asks of it.
+LOOP_SETTINGS = {"RELAYBAY_REOFFER_SECONDS": "1", "RELAYBAY_SENDS_PER_MINUTE": "1000000", "RELAYBAY_UNREAD_CAP": "1000000"}
+SINK, SOURCE = ("hook-sink", "sink", "/work/sink"), ("hook-source", "source", "/work/source")
+# The hook client as Claude Code runs it: the machine's python3 -S, the process's messaging token.
+CLIENT_PYTHON = shutil.which("python3") or sys.executable
+SINK_TOKEN = "fault-loop-sink-process"
+
+
+class PausableRedis:
+    """A redis-server of its own on a free port: pausing it (CLIENT PAUSE) troubles nobody else."""
+
+    def __init__(self, directory):
+        self.port = devserver.free_port()
+        self.directory = Path(directory)
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process = None
+
+    def start(self):
+        server = shutil.which("redis-server")
+        if not server:
+            raise RuntimeError("redis-server is needed to pause Redis (apt-get install -y redis-server)")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(self.directory)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                devserver.check_redis(self.url)
+                break
+            except devserver.ServicesUnavailable:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        import redis
+
+        # Connected now: a paused Redis holds the handshake of a new connection.
+        self.client = redis.Redis.from_url(self.url, socket_timeout=5)
+        self.client.ping()
+        return self
+
+    def pause(self, seconds):
+        """Every client's commands wait `seconds` (Redis answers nothing meanwhile; Redis 7.0
+        holds even CLIENT UNPAUSE, so a pause runs its course). Returns when it ends."""
+        self.client.execute_command("CLIENT", "PAUSE", int(seconds * 1000), "ALL")
+        return time.monotonic() + seconds
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(10)
+
+
+class Relaybays:
+    """`count` daphne processes on one database and one channel layer, each a devserver.Server
+    of its own (one data folder each, one token), so that one can be killed and started again.
+    `root`: the checkout whose code they run (another one for side-by-side runs)."""
+
+    def __init__(self, workdir, count, env, root=devserver.REPO_ROOT):
+        self.token = "live-" + secrets.token_urlsafe(16)
+        self.servers = [devserver.Server(Path(workdir) / f"process-{i + 1}", token=self.token, env=env, root=root) for i in range(count)]
+        self.env = env
+
+    def start(self):
+        try:
+            for i, server in enumerate(self.servers):
+                server.start(migrate=i == 0)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def urls(self):
+        return [server.url for server in self.servers]
+
+    def kill(self, i):
+        self.servers[i].kill()
+
+    def restart(self, i):
+        self.servers[i].restart()
+
+    def stop(self):
+        for server in self.servers:
+            server.stop()
+
+    def query(self, sql):
+        """Read the servers' database (their PostgreSQL database, else the first one's SQLite)."""
+        database_url = self.env.get("DATABASE_URL")
+        if database_url:
+            import psycopg
+
+            with psycopg.connect(database_url, connect_timeout=5) as db:
+                return [tuple(row) for row in db.execute(sql).fetchall()]
+        with contextlib.closing(sqlite3.connect(self.servers[0].data_dir / "relaybay.sqlite3", timeout=30)) as db:
+            return db.execute(sql).fetchall()
+
+
+def post_json(url, token, path, data, timeout=10):
+    """(status, answer); status None when relaybay could not be reached."""
+    request = urllib.request.Request(
+        f"{url}/api{path}", data=json.dumps(data).encode(), headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, None
+    except OSError:
+        return None, None
+
+
+@dataclass
+class Outcome:
+    """What one run saw."""
+
+    stored: list = field(default_factory=list)
+    shown: collections.Counter = field(default_factory=collections.Counter)
+    faults: collections.Counter = field(default_factory=collections.Counter)
+    hook_calls: int = 0
+    unconfirmed: int = 0
+    seconds: float = 0.0
+
+    @property
+    def lost(self):
+        return sorted(set(self.stored) - set(self.shown))
+
+    @property
+    def twice(self):
+        return {item: count for item, count in sorted(self.shown.items()) if count > 1}
+
+    def report(self):
+        faults = ", ".join(f"{count} {name}" for name, count in sorted(self.faults.items()))
+        return (
+            f"{len(self.stored)} messages stored, {sum(self.shown.values())} shown to the model by {self.hook_calls} hook calls "
+            f"in {self.seconds:.0f} s: "
+            f"{len(self.lost)} lost, {len(self.twice)} shown twice, {self.unconfirmed} left unconfirmed ({faults})"
+        )
+
+
+class FaultLoop:
+    """One run: `items` messages sent to the sink while its hooks run, `consumers` hook clients
+    at a time, with faults at random points, then hooks without faults until every item is shown
+    and confirmed (or `drain_seconds` pass)."""
+
+    def __init__(self, relaybays, *, items, seed, workdir, redis=None, consumers=2, drain_seconds=60, log=None):
+        self.relaybays, self.items, self.redis = relaybays, items, redis
+        self.rng = random.Random(seed)
+        self.consumers, self.drain_seconds = consumers, drain_seconds
+        self.spool = Path(workdir) / "claude-home" / "spool.jsonl"
+        self.outcome = Outcome()
+        self.lock = threading.Lock()
+        self.producing = threading.Event()
+        self.faulting = threading.Event()
+        self.down = set()
+        self.log = log or (lambda text: None)
+
+    # --- the hook client, as Claude Code runs it
+
+    def client(self, payload, *, mode=(), url=None, timeout=None, kill_after=None, wait_bound=None):
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(self.spool.parent),
+            "RELAYBAY_URL": url or self.rng.choice(self.relaybays.urls),
+            "RELAYBAY_TOKEN": self.relaybays.token,
+            "RELAYBAY_SPOOL": str(self.spool),
+            "CLAUDE_CODE_MESSAGING_TOKEN": SINK_TOKEN,
+            "CLAUDE_CODE_SESSION_ATTENDED": "1",
+        }
+        if timeout is not None:
+            env["RELAYBAY_TIMEOUT"] = f"{timeout:.3f}"
+        if wait_bound is not None:
+            env["RELAYBAY_WAIT"] = str(wait_bound)
+        process = subprocess.Popen(
+            [CLIENT_PYTHON, "-S", str(HOOK_CLIENT), *mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        killer = None
+        if kill_after is not None:
+            killer = threading.Timer(kill_after, process.kill)
+            killer.start()
+        out, err = process.communicate(json.dumps(payload).encode(), timeout=120)
+        if killer is not None:
+            killer.cancel()
+        shown_text = ""
+        if process.returncode == 0 and out.strip():
+            answer = json.loads(out)
+            shown_text = answer.get("reason") or answer.get("hookSpecificOutput", {}).get("additionalContext", "")
+        elif process.returncode == 2 and mode == ("wait",):
+            shown_text = err.decode("utf-8", "replace")
+        items = [int(number) for number in SHOWN_ITEM.findall(shown_text)]
+        with self.lock:
+            self.outcome.shown.update(items)
+            self.outcome.hook_calls += 1
+        return process.returncode
+
+    def hook(self, event, **fields):
+        hook_session, _, cwd = SINK
+        return {"hook_event_name": event, "session_id": hook_session, "cwd": cwd, **fields}
+
+    # --- the parts of a run
+
+    def start_sessions(self):
+        hook_session, name, cwd = SINK
+        self.client({**self.hook("SessionStart", source="startup"), "relaybay_session": name}, url=self.relaybays.urls[0])
+        self.client(self.hook("UserPromptSubmit", prompt="work"), url=self.relaybays.urls[0])
+        source_hook, source_name, source_cwd = SOURCE
+        payload = {"hook_event_name": "SessionStart", "session_id": source_hook, "cwd": source_cwd, "source": "startup", "relaybay_session": source_name}
+        status, _ = post_json(self.relaybays.urls[0], self.relaybays.token, "/hooks", payload)
+        assert status == 200, status
+
+    def produce(self, share):
+        for k in share:
+            body = f"item {k} " + "x" * self.rng.randrange(50, 1500)
+            send = {"to": SINK[1], "session": SOURCE[1], "hook_session": SOURCE[0], "body": body, "request_id": f"item-{k}"}
+            while True:
+                # A retry after a kill carries the same request_id: answered with the first send.
+                status, answer = post_json(self.rng.choice(self.relaybays.urls), self.relaybays.token, "/message_send", send)
+                if status == 200:
+                    break
+                if status is not None and status < 500:
+                    raise AssertionError(f"a send was refused ({status})")
+                time.sleep(0.05)
+            time.sleep(self.rng.uniform(0, 0.03))
+
+    def consume(self, faults):
+        while self.producing.is_set() or (faults and self.faulting.is_set()):
+            self.one_hook(faults)
+
+    def one_hook(self, faults):
+        roll = self.rng.random()
+        event = self.rng.choice(["UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUse", "Stop"])
+        fields = {"prompt": "go on"} if event == "UserPromptSubmit" else {"tool_name": "Bash"} if "Tool" in event else {"stop_hook_active": False}
+        if faults and roll < 0.12:
+            self.outcome.faults["hook clients killed"] += 1
+            self.client(self.hook(event, **fields), kill_after=self.rng.uniform(0, 0.25))
+        elif faults and roll < 0.22:
+            self.outcome.faults["hook clients giving up"] += 1
+            self.client(self.hook(event, **fields), timeout=self.rng.uniform(0.02, 0.3))
+        elif roll < 0.3:
+            # An idle session's wake-up hook: it waits a second for mail.
+            self.client(self.hook("Stop", stop_hook_active=False))
+            self.client(self.hook("Stop", stop_hook_active=False), mode=("wait",), wait_bound=1)
+        else:
+            self.client(self.hook(event, **fields))
+
+    def make_faults(self):
+        """A server killed and started again, then (with a Redis of the loop's own) Redis
+        paused, in turn, every few seconds while the messages go out."""
+        for turn in range(10**9):
+            time.sleep(self.rng.uniform(1.5, 4.0))
+            if not self.producing.is_set():
+                break
+            if self.redis is not None and turn % 2:
+                self.outcome.faults["Redis pauses"] += 1
+                self.redis.pause(self.rng.uniform(1.0, 3.0))
+            else:
+                i = self.rng.randrange(len(self.relaybays.servers))
+                self.outcome.faults["servers killed"] += 1
+                self.relaybays.kill(i)
+                time.sleep(self.rng.uniform(0, 1.0))
+                self.relaybays.restart(i)
+        self.faulting.clear()
+
+    def drain(self):
+        """Hooks without faults until every stored item was shown and confirmed."""
+        deadline = time.monotonic() + self.drain_seconds
+        while time.monotonic() < deadline:
+            self.one_hook(faults=False)
+            stored = [row[0] for row in self.relaybays.query("select id from session_message where channel = 'mcp'")]
+            unconfirmed = self.relaybays.query("select count(*) from session_message where channel = 'mcp' and confirmed_at is null")[0][0]
+            if set(stored) <= set(self.outcome.shown) and not unconfirmed:
+                break
+
+    def run(self):
+        started = time.monotonic()
+        self.start_sessions()
+        self.producing.set()
+        self.faulting.set()
+        producers = [threading.Thread(target=self.produce, args=(range(i, self.items, 2),)) for i in range(2)]
+        others = [threading.Thread(target=self.make_faults)]
+        others += [threading.Thread(target=self.consume, args=(True,)) for _ in range(self.consumers)]
+        for thread in producers + others:
+            thread.start()
+        for thread in producers:
+            thread.join()
+        self.producing.clear()
+        for thread in others:
+            thread.join()
+        self.log(f"faults done after {time.monotonic() - started:.0f} s; draining")
+        self.drain()
+        self.outcome.stored = [row[0] for row in self.relaybays.query("select id from session_message where channel = 'mcp' order by id")]
+        self.outcome.unconfirmed = self.relaybays.query(
+            "select count(*) from session_message where channel = 'mcp' and confirmed_at is null"
+        )[0][0]
+        self.outcome.seconds = time.monotonic() - started
+        return self.outcome
+
+
+def run_fault_loop(workdir, *, items, seed, scale_out, database_url=None, consumers=2, drain_seconds=60, log=None):
+    """Start the servers (two daphne on PostgreSQL and a Redis of the loop's own when
+    `scale_out`, else one on SQLite), run the loop, stop everything; the Outcome."""
+    workdir = Path(workdir)
+    redis = None
+    if scale_out:
+        redis = PausableRedis(workdir / "redis").start()
+        env = {
+            "DATABASE_URL": devserver.fresh_database(database_url or devserver.DEFAULT_DATABASE_URL),
+            "REDIS_URL": redis.url,
+            "RELAYBAY_REDIS_PREFIX": "relaybay-loop-" + secrets.token_hex(4),
+        }
+    else:
+        env = {}
+    relaybays = Relaybays(workdir / "relaybay", 2 if scale_out else 1, {**env, **LOOP_SETTINGS})
+    try:
+        relaybays.start()
+        loop = FaultLoop(relaybays, items=items, seed=seed, workdir=workdir, redis=redis, consumers=consumers, drain_seconds=drain_seconds, log=log)
+        return loop.run()
+    finally:
+        relaybays.stop()
+        if redis is not None:
+            redis.stop()

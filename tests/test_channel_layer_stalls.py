@@ -1,0 +1,224 @@
+"""No answer waits on the channel layer (docs/rules.md §2.7): board pings and wake-ups are made
+in the background by the process's outbox (core/pings.py), one at a time within a bound, merged
+while they wait and dropped with a log line when the layer does not take them; a sync worker's
+sends go to an outbox thread; the wake-up long poll hands over what waits without the layer and
+answers 503 when the layer does not let it wait.
+
+The layer here is the test run's (in memory, or Redis on the scale-out pass) with its calls
+held where a paused Redis would hold them. tests/test_faults.py pauses a real Redis under two
+real servers."""
+
+import asyncio
+import json
+import logging
+import threading
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django import db
+from django.test import AsyncClient
+
+from core import pings
+from sessions_app.actions import do_write_comment
+from sessions_app.hooks.ingest import ingest_hook
+from sessions_app.models import HookLink, Session
+
+from .conftest import TOKEN
+
+
+class StalledLayer:
+    """The channel layer's sends and group joins, recorded and held until `release()`."""
+
+    def __init__(self, monkeypatch):
+        self.layer = get_channel_layer()
+        self.calls = []
+        self.released = threading.Event()
+        self.real_send, self.real_add = self.layer.group_send, self.layer.group_add
+        monkeypatch.setattr(self.layer, "group_send", self.group_send)
+        monkeypatch.setattr(self.layer, "group_add", self.group_add)
+
+    async def _held(self):
+        while not self.released.is_set():
+            await asyncio.sleep(0.01)
+
+    async def group_send(self, group, message):
+        self.calls.append((group, message, threading.current_thread().name))
+        await self._held()
+        await self.real_send(group, message)
+
+    async def group_add(self, group, channel):
+        self.calls.append((group, "join", threading.current_thread().name))
+        await self._held()
+        await self.real_add(group, channel)
+
+    def release(self):
+        self.released.set()
+
+
+@pytest.fixture
+def stalled(monkeypatch):
+    # A bound a test can wait out; the product's is a second.
+    monkeypatch.setattr(pings, "SEND_BOUND", 0.2)
+    return StalledLayer(monkeypatch)
+
+
+async def until(predicate, what):
+    for _ in range(500):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never: {what}")
+
+
+def board_ping(*topics):
+    return {"type": "board.ping", "topics": list(topics)}
+
+
+# --------------------------------------------------------------------------- the outbox
+
+
+async def test_a_send_the_layer_does_not_take_in_time_is_dropped_and_logged_with_what_waited_behind_it(stalled, caplog):
+    box = pings.outbox()
+    with caplog.at_level(logging.WARNING, logger="relaybay"):
+        box.post("board", board_ping("sessions"))
+        box.post("wait.one", {"type": "wake"})
+        box.post("wait.two", {"type": "wake"})
+        await until(lambda: box.worker is None, "the outbox gave up")
+    # One send was tried; the two behind it were dropped with it, and each drop said so.
+    assert [group for group, _, _ in stalled.calls] == ["board"]
+    assert "the channel layer did not take a board.ping for board" in caplog.text
+    assert "dropped 2 more channel-layer send(s)" in caplog.text
+    # The layer answers again: the next send goes out.
+    stalled.release()
+    channel = await stalled.layer.new_channel()
+    await stalled.real_add("board", channel)
+    box.post("board", board_ping("messages"))
+    assert await asyncio.wait_for(stalled.layer.receive(channel), 10) == board_ping("messages")
+
+
+async def test_pings_asked_for_while_a_send_is_on_its_way_go_out_merged(stalled, monkeypatch):
+    monkeypatch.setattr(pings, "SEND_BOUND", 30)
+    box = pings.outbox()
+    box.post("board", board_ping("sessions"))
+    await until(lambda: stalled.calls, "the first send")
+    box.post("board", board_ping("messages"))
+    box.post("wait.one", {"type": "wake"})
+    box.post("board", board_ping("events", "messages"))
+    box.post("wait.one", {"type": "wake"})
+    stalled.release()
+    await until(lambda: box.worker is None, "the outbox emptied")
+    assert [(group, message) for group, message, _ in stalled.calls] == [
+        ("board", board_ping("sessions")),
+        ("board", board_ping("events", "messages")),
+        ("wait.one", {"type": "wake"}),
+    ]
+
+
+def test_a_sync_workers_send_returns_at_once_and_is_made_by_the_outbox_thread(stalled, monkeypatch):
+    """Under gunicorn (relaybay/wsgi.py) a write's pings are made by a thread of the process."""
+    background = pings._BackgroundLoop()
+    monkeypatch.setattr(pings, "_background", background)
+    monkeypatch.setattr(pings, "SEND_BOUND", 30)
+    pings.send_in_background()
+    sender = threading.Thread(target=pings.send_to_group, args=("board", board_ping("sessions")))
+    sender.start()
+    sender.join(10)  # a send made where it is asked for would still wait for the layer
+    try:
+        assert not sender.is_alive()
+        stalled.release()
+        for _ in range(500):
+            if stalled.calls and background.loop is not None and not pings._outboxes.get(background.loop).waiting:
+                break
+            threading.Event().wait(0.01)
+        assert [(group, thread) for group, _, thread in stalled.calls] == [("board", "relaybay-outbox")]
+    finally:
+        background.loop.call_soon_threadsafe(background.loop.stop)
+
+
+# --------------------------------------------------------------------------- the wake-up long poll
+
+
+def in_thread(fn):
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            db.connection.close()
+
+    return sync_to_async(call, thread_sensitive=False)
+
+
+@in_thread
+def idle_session_with(comment=None):
+    for event in ("SessionStart", "UserPromptSubmit", "Stop"):
+        ingest_hook({"hook_event_name": event, "session_id": "h-a", "cwd": "/p", "relaybay_session": "alice", "stop_hook_active": False})
+    if comment:
+        do_write_comment(session=Session.objects.get(title="alice"), body=comment)
+
+
+async def wait(timeout=5):
+    # (Bounded only so that a poll that waited on the layer fails here rather than hangs.)
+    response = await asyncio.wait_for(
+        AsyncClient().get("/api/hooks/wait", {"session_id": "h-a", "timeout": timeout}, headers={"Authorization": f"Bearer {TOKEN}"}),
+        30,
+    )
+    return response.status_code, json.loads(response.content)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_wake_up_poll_hands_over_what_waits_though_the_channel_layer_does_not_answer(stalled):
+    await idle_session_with(comment="are you there?")
+    status, answer = await wait()
+    assert (status, answer["status"]) == (200, "delivered")
+    assert "are you there?" in answer["text"]
+    assert [call for call in stalled.calls if call[1] == "join"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_wake_up_poll_the_channel_layer_does_not_let_wait_answers_503_and_leaves_nobody_waiting(stalled):
+    await idle_session_with()
+    status, answer = await wait()
+    assert status == 503 and answer["code"] == "channel_layer_unavailable", answer
+    assert "channel layer" in answer["detail"]
+    assert await in_thread(lambda: HookLink.objects.get(hook_session="h-a").waiter)() == ""
+
+
+# --------------------------------------------------------------------------- a board page that writes
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_board_page_that_writes_answers_though_the_channel_layer_does_not(stalled, monkeypatch):
+    """The owner's comment from the board, through relaybay.asgi as daphne serves it."""
+    from channels.testing import HttpCommunicator
+    from django.test import Client
+
+    from relaybay import asgi
+    from sessions_app.models import Comment
+
+    from .board_fixtures import make_owner
+
+    monkeypatch.setattr(pings, "SEND_BOUND", 30)
+
+    @in_thread
+    def owner_and_row():
+        client = Client()
+        client.force_login(make_owner())
+        return client.cookies["sessionid"].value, Session.objects.create(kind=Session.Kind.HOOK, title="alice").pk
+
+    session_cookie, row = await owner_and_row()
+    csrf = "c" * 32
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"cookie", f"sessionid={session_cookie}; csrftoken={csrf}".encode()),
+        (b"x-csrftoken", csrf.encode()),
+        (b"content-type", b"application/x-www-form-urlencoded"),
+    ]
+    communicator = HttpCommunicator(asgi.application, "POST", f"/sessions/{row}/comment/", b"body=from+the+board", headers)
+    # (Bounded only so that a page that waited on the layer fails here rather than hangs.)
+    response = await communicator.get_response(timeout=30)
+    assert response["status"] in (200, 302), response
+    assert await in_thread(lambda: list(Comment.objects.values_list("body", flat=True)))() == ["from the board"]
+    assert not stalled.released.is_set()
+    stalled.release()
+    await until(lambda: any(group == "board" for group, _, _ in stalled.calls), "the comment's ping")
