@@ -164,7 +164,7 @@ def test_the_api_description_opens_for_either_token_or_the_login_and_no_one_else
         assert client.get(page, HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
 
 
-# What the agents' token could do before
+# The owner's powers the agents' token does not have
 
 
 @pytest.mark.django_db
@@ -196,7 +196,7 @@ def manage(data_dir, *args, **env):
     )
 
 
-def test_make_run_gives_an_install_made_before_the_owner_token_one_of_its_own(tmp_path):
+def test_make_run_gives_an_install_with_only_the_agents_token_an_owner_token_of_its_own(tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "token").write_text("an-agents-token-of-an-old-install\n")
