@@ -443,14 +443,15 @@ def test_datetime_marks_and_flat_values(two_sessions):
 def test_a_setting_the_build_reads_keys_its_statement(two_sessions):
     alpha, _ = two_sessions
     now = timezone.now()
+    process = "a" * 64
     for i in range(3):
-        Dispatch.objects.create(sender=alpha, kind=Dispatch.Kind.SEND, created_at=now - timedelta(seconds=i))
+        Dispatch.objects.create(sender=alpha, process=process, kind=Dispatch.Kind.SEND, created_at=now - timedelta(seconds=i))
     with override_settings(RELAYBAY_SENDS_PER_MINUTE=2):
-        assert len(fleet._slots_taken(alpha.pk, now - timedelta(minutes=1))) == 2
+        assert len(fleet._slots_taken(process, now - timedelta(minutes=1))) == 2
     with override_settings(RELAYBAY_SENDS_PER_MINUTE=10):
-        taken = fleet._slots_taken(alpha.pk, now - timedelta(minutes=1))
+        taken = fleet._slots_taken(process, now - timedelta(minutes=1))
     assert taken == sorted(taken) and len(taken) == 3 and all(moment.tzinfo is not None for moment in taken)
-    assert fleet._slots_taken(alpha.pk, now) == []
+    assert fleet._slots_taken(process, now) == [] and fleet._slots_taken("", now - timedelta(minutes=1)) == []
 
 
 def test_constants_are_compiled_in_and_only_marks_are_parameters():
