@@ -190,6 +190,9 @@ class FaultLoop:
         self.lock = threading.Lock()
         self.producing = threading.Event()
         self.faulting = threading.Event()
+        # Set once each kind of fault the run asks for was made: the messages may all be out
+        # before the first fault's moment comes, and the run goes on until it has come.
+        self.faults_made = threading.Event()
         self.down = set()
         self.log = log or (lambda text: None)
 
@@ -297,6 +300,8 @@ class FaultLoop:
                 self.relaybays.kill(i)
                 time.sleep(self.rng.uniform(0, 1.0))
                 self.relaybays.restart(i)
+            if self.outcome.faults["servers killed"] and (self.redis is None or self.outcome.faults["Redis pauses"]):
+                self.faults_made.set()
         self.faulting.clear()
 
     def drain(self):
@@ -321,6 +326,7 @@ class FaultLoop:
             thread.start()
         for thread in producers:
             thread.join()
+        self.faults_made.wait(timeout=30)
         self.producing.clear()
         for thread in others:
             thread.join()
