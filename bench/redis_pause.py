@@ -13,8 +13,8 @@ is in a turn; alpha sends it mail. Each round goes through the second process:
   wait   beta idle (a Stop), a second message to it, then GET /api/hooks/wait, timed to its
          answer (the mail waits already: it should come back at once).
 
-Rounds alternate: one with Redis answering, one that starts with `CLIENT PAUSE <pause> ALL`
-(the next round starts once the pause is over). With --old REV the same rounds run on that commit's code (its
+Rounds alternate: one with Redis answering, one where each timed operation starts right after
+`CLIENT PAUSE <pause> ALL` (the round goes on once that pause is over). With --old REV the same rounds run on that commit's code (its
 files from `git archive`, its own database), side by side. Prints medians and p90; asserts
 nothing. docs/rules.md §2.7 says what the figures mean.
 """
@@ -50,15 +50,13 @@ def checkout_of(rev, folder):
 
 
 class Round:
-    def __init__(self, relaybays, root, home):
-        self.relaybays, self.root, self.home = relaybays, root, home
+    def __init__(self, relaybays, redis, root, home):
+        self.relaybays, self.redis, self.root, self.home = relaybays, redis, root, home
         self.first, self.second = relaybays.urls
         self.count = 0
 
     def post(self, url, path, data):
-        started = time.perf_counter()
-        status, answer = post_json(url, self.relaybays.token, path, data, timeout=60)
-        return (time.perf_counter() - started) * 1000, status, answer
+        return post_json(url, self.relaybays.token, path, data, timeout=60)
 
     def hook(self, event, **fields):
         payload = {"hook_event_name": event, "session_id": "hook-beta", "cwd": "/work/beta", **fields}
@@ -67,29 +65,36 @@ class Round:
     def send(self, url):
         self.count += 1
         body = f"mail {self.count}"
-        took, status, _ = self.post(url, "/message_send", {"to": "beta", "session": "alpha", "hook_session": "hook-alpha", "body": body})
-        return took, status, body
+        status, _ = self.post(url, "/message_send", {"to": "beta", "session": "alpha", "hook_session": "hook-alpha", "body": body})
+        return status, body
 
     def client(self, event, **fields):
         payload = json.dumps({"hook_event_name": event, "session_id": "hook-beta", "cwd": "/work/beta", **fields}).encode()
         env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "RELAYBAY_URL": self.second, "RELAYBAY_TOKEN": self.relaybays.token,
                "RELAYBAY_SPOOL": str(self.home / "spool.jsonl")}
-        started = time.perf_counter()
         completed = subprocess.run([CLIENT_PYTHON, "-S", str(self.root / "bin" / "relaybay-hook")], input=payload, env=env, capture_output=True, timeout=120)
-        return (time.perf_counter() - started) * 1000, completed.stdout.decode("utf-8", "replace")
+        return completed.stdout.decode("utf-8", "replace")
 
-    def run(self):
+    def run(self, pause=None):
         """One round: {operation: ms}, whether the hook's output carried its mail, and the
-        wake-up poll's answer."""
+        wake-up poll's answer. With `pause`, each timed operation starts with Redis paused
+        for `pause` seconds, and the round goes on once the pause is over."""
         figures = {}
-        figures["send"], status, body = self.send(self.second)
+
+        def timed(op, call):
+            ends = self.redis.pause(pause) if pause else 0
+            started = time.perf_counter()
+            result = call()
+            figures[op] = (time.perf_counter() - started) * 1000
+            time.sleep(max(0.0, ends - time.monotonic()))
+            return result
+
+        status, body = timed("send", lambda: self.send(self.second))
         assert status == 200, status
-        figures["hook"], printed = self.client("UserPromptSubmit", prompt="go on")
+        printed = timed("hook", lambda: self.client("UserPromptSubmit", prompt="go on"))
         self.hook("Stop", stop_hook_active=False)
         self.send(self.first)
-        started = time.perf_counter()
-        _, answer = get_json(self.second, self.relaybays.token, "/hooks/wait?session_id=hook-beta&timeout=5")
-        figures["wait"] = (time.perf_counter() - started) * 1000
+        _, answer = timed("wait", lambda: get_json(self.second, self.relaybays.token, "/hooks/wait?session_id=hook-beta&timeout=5"))
         self.hook("UserPromptSubmit", prompt="next round")
         return figures, body in printed, answer
 
@@ -127,15 +132,12 @@ def run_code(label, root, rounds, pause, workdir):
             assert post_json(first, relaybays.token, "/hooks", payload)[0] == 200
         home = workdir / "home"
         home.mkdir()
-        one = Round(relaybays, root, home)
+        one = Round(relaybays, redis, root, home)
         one.hook("UserPromptSubmit", prompt="work")
         one.run()  # warm both processes
         for i in range(2 * rounds):
             paused = bool(i % 2)
-            ends = redis.pause(pause) if paused else 0
-            figures, got_mail, waited = one.run()
-            # The next round starts with Redis answering again.
-            time.sleep(max(0.0, ends - time.monotonic()))
+            figures, got_mail, waited = one.run(pause if paused else None)
             for op, ms in figures.items():
                 samples[paused][op].append(ms)
             carried[paused] += got_mail
@@ -166,7 +168,7 @@ def main():
             results[label] = run_code(label, root, args.rounds, args.pause, folder)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(f"\nRedis paused {args.pause:g} s at the start of every other round; two daphne on PostgreSQL; "
+    print(f"\nRedis paused {args.pause:g} s as each operation of every other round starts; two daphne on PostgreSQL; "
           f"{args.rounds} rounds each way, through the second process (median / p90, ms)\n")
     print(f"{'':28} {'operation':6} {'Redis answering':>20} {'Redis paused':>20} {'paused / answering':>19}")
     for label, result in results.items():

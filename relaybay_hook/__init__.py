@@ -7,7 +7,10 @@ Claude Code runs it through the tiny entry script `bin/relaybay-hook`:
 Event mode (`client`) reads the hook payload on stdin, POSTs it to {RELAYBAY_URL}/api/hooks
 and prints the answer JSON. When relaybay cannot be reached the event is appended to a spool
 file (`spool`) and the hook exits 0 at once with no output; the next call that reaches
-relaybay replays the spool first, in order, marked as replay.
+relaybay replays the spool first, in order, marked as replay. The comments and messages an
+answer carries are recorded once printed and reported with the next calls, so that relaybay
+offers again only what never reached the model, and no answer repeating an item is printed
+(`printed`).
 
 Wait mode (`wait`) long-polls {RELAYBAY_URL}/api/hooks/wait for the session and exits 2 with
 the delivered text on stderr (which wakes the model), otherwise exits 0.

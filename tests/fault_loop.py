@@ -106,11 +106,9 @@ class Relaybays:
         except BaseException:
             self.stop()
             raise
+        # A restart keeps its port: while one is under way its address refuses connections.
+        self.urls = [server.url for server in self.servers]
         return self
-
-    @property
-    def urls(self):
-        return [server.url for server in self.servers]
 
     def kill(self, i):
         self.servers[i].kill()
@@ -193,7 +191,7 @@ class FaultLoop:
         # Set once each kind of fault the run asks for was made: the messages may all be out
         # before the first fault's moment comes, and the run goes on until it has come.
         self.faults_made = threading.Event()
-        self.down = set()
+        self.errors = []
         self.log = log or (lambda text: None)
 
     # --- the hook client, as Claude Code runs it
@@ -314,14 +312,28 @@ class FaultLoop:
             if set(stored) <= set(self.outcome.shown) and not unconfirmed:
                 break
 
+    def noting_errors(self, work):
+        """`work` for a thread of the loop: a failure stops producing and is raised by run()."""
+
+        def noted(*args):
+            try:
+                work(*args)
+            except BaseException as error:
+                self.errors.append(error)
+                self.producing.clear()
+                self.faulting.clear()
+                raise
+
+        return noted
+
     def run(self):
         started = time.monotonic()
         self.start_sessions()
         self.producing.set()
         self.faulting.set()
-        producers = [threading.Thread(target=self.produce, args=(range(i, self.items, 2),)) for i in range(2)]
-        others = [threading.Thread(target=self.make_faults)]
-        others += [threading.Thread(target=self.consume, args=(True,)) for _ in range(self.consumers)]
+        producers = [threading.Thread(target=self.noting_errors(self.produce), args=(range(i, self.items, 2),)) for i in range(2)]
+        others = [threading.Thread(target=self.noting_errors(self.make_faults))]
+        others += [threading.Thread(target=self.noting_errors(self.consume), args=(True,)) for _ in range(self.consumers)]
         for thread in producers + others:
             thread.start()
         for thread in producers:
@@ -330,6 +342,8 @@ class FaultLoop:
         self.producing.clear()
         for thread in others:
             thread.join()
+        if self.errors:
+            raise RuntimeError(f"a thread of the loop failed: {self.errors[0]!r}") from self.errors[0]
         self.log(f"faults done after {time.monotonic() - started:.0f} s; draining")
         self.drain()
         self.outcome.stored = [row[0] for row in self.relaybays.query("select id from session_message where channel = 'mcp' order by id")]
