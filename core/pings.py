@@ -16,9 +16,9 @@ In the server, the database work runs on relaybay's database threads (core/dbthr
 and the channel layer lives on the event loop. A send made on a database thread is held
 (`holding_sends`) and handed to the loop's outbox by the coroutine that awaited that thread,
 once the thread's step returns (`post_held`): the thread never waits on the loop. Under
-gunicorn's sync workers (relaybay/wsgi.py, `send_in_background`) a thread of the process runs
-the outbox. Elsewhere (the test client, a command's own process) the send is made where it is
-asked for, within the same bound.
+gunicorn's sync workers a request's sends are held the same way and handed to an outbox that a
+thread of the process runs (relaybay/wsgi.py, `post_in_background`). Elsewhere (the test
+client, a command's own process) the send is made where it is asked for, within the same bound.
 """
 
 import asyncio
@@ -59,18 +59,15 @@ _held = contextvars.ContextVar("relaybay_held_sends", default=None)
 
 
 def send_to_group(group, message):
-    """Best effort, never waited for (see the module's docstring). On a database thread in
-    the server the send is held for the event loop (`holding_sends`); under gunicorn it goes
-    to the process's outbox thread; elsewhere it is made here, within SEND_BOUND."""
+    """Best effort, never waited for (see the module's docstring). Within a request of the
+    server (daphne's database threads, gunicorn's workers) the send is held (`holding_sends`)
+    for the outbox; elsewhere it is made here, within SEND_BOUND."""
     layer = get_channel_layer()
     if layer is None:
         return
     held = _held.get()
     if held is not None:
         held.append((group, message))
-        return
-    if _background.wanted:
-        _background.post(group, message)
         return
     try:
         async_to_sync(_bounded_send)(layer, group, message)
@@ -185,31 +182,33 @@ _chores = set()
 
 
 class _BackgroundLoop:
-    """For a process whose requests run on no event loop (gunicorn's sync workers): a thread of
-    its own runs a loop for the process's outbox, started at the first send of the process
-    (a worker forked from a master that had one starts its own)."""
+    """For requests that run on no event loop (gunicorn's sync workers): a thread of the
+    process runs a loop for its outbox, started by the first sends handed to it (a worker
+    forked from a master that had one starts its own)."""
 
     def __init__(self):
-        self.wanted = False
         self.loop = None
         self.pid = None
         self.lock = threading.Lock()
 
-    def post(self, group, message):
+    def post(self, sends):
         with self.lock:
             if self.pid != os.getpid():
                 self.loop = asyncio.new_event_loop()
                 self.pid = os.getpid()
                 threading.Thread(target=self.loop.run_forever, name="relaybay-outbox", daemon=True).start()
-        self.loop.call_soon_threadsafe(lambda: outbox().post(group, message))
+        self.loop.call_soon_threadsafe(post_held, sends)
 
 
 _background = _BackgroundLoop()
 
 
-def send_in_background():
-    """Make this process's sends from sync code go through an outbox thread (relaybay/wsgi.py)."""
-    _background.wanted = True
+def post_in_background(held):
+    """Hand the sends held during a sync request (relaybay/wsgi.py) to the process's outbox
+    thread; returns at once."""
+    if held:
+        _background.post(list(held))
+        held.clear()
 
 
 class RelayFailed(Exception):

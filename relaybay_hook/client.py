@@ -144,19 +144,24 @@ def event_mode():
         elif body.strip() and body.lstrip()[:1] != b'{':
             err('%d answer is not a JSON object' % status)
             body = None
-        carried = printed.handles(answer_headers.get('x-relaybay-items'))
-        repeated = printed.repeats(entries, carried)
-        if repeated:
-            # Offered again while this process's report was on its way: relaybay offers the
-            # answer's other items again, and takes the repeated ones with the next report.
-            err('an answer repeats %s, printed already: not printed' % ' '.join(repeated))
-            body = None
-        _answer(body, notices)
-        # Recorded once the answer is out: a client killed before this point printed nothing
-        # Claude Code keeps, and relaybay offers the items again.
-        printed.record(printed_file, entries, printed=repeated or (carried if body else ()),
-                       taken=printed.handles(answer_headers.get('x-relaybay-confirmed')))
-        return 0
+        carried = printed.handles(answer_headers.get('x-relaybay-items')) if body else []
+        taken = printed.handles(answer_headers.get('x-relaybay-confirmed'))
+        if not carried:
+            _answer(body, notices)
+            printed.record(printed_file, entries, taken=taken)
+            return 0
+
+        def show(repeated):
+            if repeated:
+                # Offered again while this process's report was on its way: relaybay offers
+                # the answer's other items again, and takes the repeated ones with the next report.
+                err('an answer repeats %s, printed already: not printed' % ' '.join(repeated))
+            _answer(None if repeated else body, notices)
+
+        # Recorded once the answer is out, and the process ends right after: a client killed
+        # before the record printed nothing Claude Code keeps, and relaybay offers the items again.
+        printed.show_once(printed_file, carried, taken, show)
+        exit_now(0)
     err(error_text(status, body))
     if status in (401, 403) and _is_session_start(payload):
         notices.append(

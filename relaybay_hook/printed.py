@@ -105,51 +105,98 @@ def repeats(entries, carried):
     return [h for h in carried if h in entries]
 
 
+def show_once(path, carried, taken, show):
+    """Show an answer carrying the handles `carried`, unless this process printed one of them
+    already: `show(repeated)` prints the answer when `repeated` is empty. Several hook clients
+    of one process run at once (parallel tool calls), and another may have printed an item of
+    this answer since this one read the record: so the record is read again, the answer
+    shown and what it carried recorded (or the repeated handles, to report again) under the
+    record's lock, which the caller's exit gives back. Records what relaybay took too.
+    Returns the repeated handles."""
+    if not path:
+        show([])
+        return []
+    try:
+        lock = _lock(path)
+    except Exception as exc:  # a full disk or a read-only home must not break the agent
+        _trouble(path, exc)
+        lock = None
+    entries = load(path)
+    repeated = repeats(entries, carried)
+    show(repeated)
+    _record_locked(path, entries, repeated or carried, taken, lock)
+    return repeated
+
+
 def record(path, entries, printed=(), taken=()):
     """Add what was printed (state p) and what relaybay took (c); never raises."""
-    now = time.time()
-    changes = [(h, 'p') for h in printed] + [(h, 'c') for h in taken if entries.get(h, ('',))[0] != 'c']
-    if not path or not changes:
+    if not path or not (printed or [h for h in taken if entries.get(h, ('',))[0] != 'c']):
         return
     try:
-        _write(path, entries, changes, now)
-    except Exception as exc:  # a full disk or a read-only home must not break the agent
-        from relaybay_hook.output import err
-        err('could not record printed items in %s: %s' % (path, exc))
+        lock = _lock(path)
+    except Exception as exc:
+        _trouble(path, exc)
+        return
+    try:
+        _record_locked(path, load(path), printed, taken, lock)
+    finally:
+        import os
+        os.close(lock)
 
 
-def _write(path, entries, changes, now):
+def _trouble(path, exc):
+    from relaybay_hook.output import err
+    err('could not record printed items in %s: %s' % (path, exc))
+
+
+def _lock(path):
+    """An fd holding the record's lock, waited for at most LOCK_WAIT (a stuck holder: the
+    fd is given without it, since an append is whole anyway and better kept than lost)."""
     import fcntl
     import os
     os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
     lock = os.open(path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return lock
+        except OSError:
+            if time.monotonic() >= deadline:
+                return lock
+            time.sleep(0.005)
+
+
+def _record_locked(path, entries, printed, taken, lock):
+    now = time.time()
+    changes = [(h, 'p') for h in printed] + [(h, 'c') for h in taken if entries.get(h, ('',))[0] != 'c']
+    if not changes or lock is None:
+        return
     try:
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if time.monotonic() >= deadline:
-                    break  # a stuck holder: an append is still whole, and better kept than lost
-                time.sleep(0.005)
-        lines = ['%s %s %.3f\n' % (h, state, now) for h, state in changes]
-        data = _read(path)
-        if data.count(b'\n') + len(lines) > COMPACT_AT:
-            current = _parse(data)
-            for h, state in changes:
-                current[h] = (state, now)
-            kept = [(h, state, at) for h, (state, at) in current.items()
-                    if now - at < (KEEP_PRINTED if state == 'p' else KEEP_TAKEN)]
-            tmp = '%s.tmp.%d' % (path, os.getpid())
-            with open(tmp, 'w') as f:
-                f.write(''.join('%s %s %.3f\n' % item for item in kept))
-            os.replace(tmp, path)
-        else:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, ''.join(lines).encode('ascii'))  # one write: an O_APPEND write lands whole
-            finally:
-                os.close(fd)
-    finally:
-        os.close(lock)
+        _write(path, changes, now)
+    except Exception as exc:
+        _trouble(path, exc)
+
+
+def _write(path, changes, now):
+    """Append the changes, or rewrite the file with what is still needed past COMPACT_AT
+    lines. The caller holds the lock."""
+    import os
+    lines = ['%s %s %.3f\n' % (h, state, now) for h, state in changes]
+    data = _read(path)
+    if data.count(b'\n') + len(lines) > COMPACT_AT:
+        current = _parse(data)
+        for h, state in changes:
+            current[h] = (state, now)
+        kept = [(h, state, at) for h, (state, at) in current.items()
+                if now - at < (KEEP_PRINTED if state == 'p' else KEEP_TAKEN)]
+        tmp = '%s.tmp.%d' % (path, os.getpid())
+        with open(tmp, 'w') as f:
+            f.write(''.join('%s %s %.3f\n' % item for item in kept))
+        os.replace(tmp, path)
+    else:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, ''.join(lines).encode('ascii'))  # one write: an O_APPEND write lands whole
+        finally:
+            os.close(fd)

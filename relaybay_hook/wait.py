@@ -10,7 +10,7 @@ import time
 
 from relaybay_hook import env, printed, proof
 from relaybay_hook.conn import Unreachable, http_request
-from relaybay_hook.output import err
+from relaybay_hook.output import err, exit_now
 
 WAIT_PATH = '/api/hooks/wait'
 WAIT_POLL_MAX = 50     # seconds per long poll
@@ -81,20 +81,25 @@ def wait_mode():
             if not isinstance(text, str) or not text.strip():
                 return 0
             carried = printed.handles(answer_headers.get('x-relaybay-items'))
-            repeated = printed.repeats(entries, carried)
-            if repeated:
-                # As in event mode (client.py): not printed; relaybay offers the rest again at
-                # the session's next hook, and takes the repeated ones with its report.
-                err('a wake-up repeats %s, printed already: not printed' % ' '.join(repeated))
-                printed.record(printed_file, entries, printed=repeated)
-                return 0
-            try:
+            shown = []
+
+            def show(repeated):
+                if repeated:
+                    # As in event mode (client.py): not printed; relaybay offers the rest again
+                    # at the session's next hook, and takes the repeated ones with its report.
+                    err('a wake-up repeats %s, printed already: not printed' % ' '.join(repeated))
+                    return
                 sys.stderr.buffer.write(text.encode('utf-8', 'replace'))
                 sys.stderr.flush()
+                shown.append(True)
+
+            try:
+                printed.show_once(printed_file, carried, (), show)
             except Exception:
                 return 0
-            printed.record(printed_file, entries, printed=carried)
-            return 2
+            if not shown:
+                return 0
+            exit_now(2)  # at once, as event mode (client.py)
         if state != 'timeout':
             return 0  # replaced by a newer waiter, or anything unexpected
         pause = MIN_POLL_INTERVAL - (time.monotonic() - started)

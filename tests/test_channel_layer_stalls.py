@@ -115,25 +115,41 @@ async def test_pings_asked_for_while_a_send_is_on_its_way_go_out_merged(stalled,
     ]
 
 
-def test_a_sync_workers_send_returns_at_once_and_is_made_by_the_outbox_thread(stalled, monkeypatch):
-    """Under gunicorn (relaybay/wsgi.py) a write's pings are made by a thread of the process."""
+@pytest.mark.django_db(transaction=True)
+def test_a_sync_workers_answer_goes_out_while_its_pings_wait_for_the_outbox_thread(stalled, monkeypatch):
+    """Under gunicorn (relaybay/wsgi.py) a request's pings are made by a thread of the process."""
+    import io
+    import sys
+
+    from relaybay import wsgi
+
     background = pings._BackgroundLoop()
     monkeypatch.setattr(pings, "_background", background)
     monkeypatch.setattr(pings, "SEND_BOUND", 30)
-    pings.send_in_background()
-    sender = threading.Thread(target=pings.send_to_group, args=("board", board_ping("sessions")))
-    sender.start()
-    sender.join(10)  # a send made where it is asked for would still wait for the layer
+    body = json.dumps({"hook_event_name": "SessionStart", "session_id": "h-w", "cwd": "/p", "source": "startup"}).encode()
+    environ = {
+        "REQUEST_METHOD": "POST", "PATH_INFO": "/api/hooks", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
+        "HTTP_HOST": "127.0.0.1", "SERVER_PROTOCOL": "HTTP/1.1", "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+        "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": "application/json",
+        "HTTP_AUTHORIZATION": f"Bearer {TOKEN}",
+    }  # fmt: skip
+    started = []
+    answered = {}
+    request = threading.Thread(target=lambda: answered.update(body=b"".join(wsgi.application(environ, lambda *a: started.append(a)))))
+    request.start()
+    request.join(10)  # a request that made its sends itself would still wait for the layer
     try:
-        assert not sender.is_alive()
+        assert not request.is_alive() and started[0][0].startswith("200"), started
+        assert "SessionStart" in answered["body"].decode()
         stalled.release()
         for _ in range(500):
-            if stalled.calls and background.loop is not None and not pings._outboxes.get(background.loop).waiting:
+            if stalled.calls:
                 break
             threading.Event().wait(0.01)
-        assert [(group, thread) for group, _, thread in stalled.calls] == [("board", "relaybay-outbox")]
+        assert {(group, thread) for group, _, thread in stalled.calls} == {("board", "relaybay-outbox")}
     finally:
-        background.loop.call_soon_threadsafe(background.loop.stop)
+        if background.loop is not None:
+            background.loop.call_soon_threadsafe(background.loop.stop)
 
 
 # --------------------------------------------------------------------------- the wake-up long poll

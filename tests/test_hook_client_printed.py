@@ -74,6 +74,29 @@ def test_a_client_killed_before_its_answer_is_out_records_nothing(stub, spool):
     assert [reported(req) for req in s.requests] == [[], [], ['M-4']]
 
 
+def test_an_item_a_parallel_hook_printed_while_this_one_waited_is_not_printed_again(stub, spool):
+    """Two hooks of one process at once: the slow one read the record before the other
+    printed the item relaybay then offered again to the slow one."""
+    release = threading.Event()
+
+    def answer(req, i):
+        if b'"n": 1' in req['body']:
+            release.wait(30)
+        return delivery('M-7')
+
+    s = stub(answer)
+    slow = {}
+    waiting = threading.Thread(target=lambda: slow.update(run=run_hook(s.url, spool, event(1))))
+    waiting.start()
+    while not s.requests:
+        threading.Event().wait(0.01)
+    assert run_hook(s.url, spool, event(2)).stdout
+    release.set()
+    waiting.join(30)
+    assert slow['run'].returncode == 0 and slow['run'].stdout == b''
+    assert b'repeats M-7' in slow['run'].stderr
+
+
 def test_the_wake_up_hook_records_what_it_printed_for_the_event_hooks_to_report(stub, spool):
     def answer(req, i):
         if req['path'] == '/api/hooks/wait':
