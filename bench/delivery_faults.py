@@ -7,8 +7,8 @@ hooks through the real hook client (`python3 -S bin/relaybay-hook`, two at a tim
 its wake-up hook), another session sending it `--items` messages, and faults at random points
 meanwhile — a server killed with kill -9 and started again, Redis paused for 1-3 s (pg: two
 daphne processes on a fresh PostgreSQL database and a redis-server of the loop's own), hook
-clients killed at a random moment of their life (counted when the kill came before the exit) or
-given 20-300 ms to answer. A message counts
+clients killed mid-answer (a proxy passes on part of the answer, then kill -9) or given 20-300 ms
+to answer. A message counts
 as shown when it is in the output of a hook client that exited normally, as Claude Code keeps
 it. Prints, per configuration and run: messages stored, shown, lost, shown twice, left
 unconfirmed, and the faults; asserts nothing (docs/rules.md §2.6).

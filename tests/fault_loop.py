@@ -1,10 +1,10 @@
 """The delivery fault loop (docs/rules.md §2.6): relaybay servers, one session whose hooks run
 through the real hook client, another session sending it messages, and faults at random points
 while they run — a server killed with kill -9 and started again, Redis paused, a hook client
-killed or giving up mid-answer. Each item is counted as the model sees it: in the output of a
-hook client that exited normally (Claude Code keeps no output of a hook it killed, or that
-failed). A run answers two questions: was any item sent never shown (lost), was any shown more
-than once.
+killed mid-answer (`MidAnswerKill`) or giving up at a short timeout. Each item is counted as
+the model sees it: in the output of a hook client that exited normally (Claude Code keeps no
+output of a hook it killed, or that failed). A run answers two questions: was any item sent
+never shown (lost), was any shown more than once.
 
 tests/test_delivery_faults.py runs a bounded loop on the test run's configuration,
 bench/delivery_faults.py a long one and prints its counts. Servers are tests/devserver.py's;
@@ -18,7 +18,9 @@ import json
 import random
 import re
 import secrets
+import select
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -178,6 +180,65 @@ class Outcome:
         )
 
 
+class MidAnswerKill:
+    """A proxy for one hook call: it passes the client's requests to the server, and once an
+    answer starts to come back it passes on part of it (`cut`, a fraction of its first chunk)
+    and kills the client, kill -9: the client dies mid-answer, as a hook Claude Code kills on
+    its timeout or an interrupt dies while it waits."""
+
+    def __init__(self, upstream, cut):
+        self.upstream = upstream.split("://", 1)[1]
+        self.cut = cut
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.process = None
+
+    def serve(self, process):
+        self.process = process
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self._pass(client):
+                return
+
+    def _pass(self, client):
+        """One connection (a replay of the spool, or the call's own post); False once the
+        client is killed."""
+        host, _, port = self.upstream.partition(":")
+        try:
+            server = socket.create_connection((host, int(port)), timeout=30)
+        except OSError:
+            client.close()  # the server is down: the client spools
+            return True
+        with client, server:
+            while True:
+                ready, _, _ = select.select([client, server], [], [], 30)
+                if not ready:
+                    return True
+                try:
+                    if client in ready:
+                        data = client.recv(65536)
+                        if not data:
+                            return True
+                        server.sendall(data)
+                    if server in ready:
+                        data = server.recv(65536)
+                        if data:
+                            client.sendall(data[: int(len(data) * self.cut)])
+                        self.process.kill()
+                        return False
+                except OSError:
+                    return True  # the server was killed mid-request: the client spools
+
+    def close(self):
+        self.listener.close()
+
+
 def _printed_text(out, err, mode):
     """The comments and messages a hook client printed: the wake-up hook's stderr, else the
     answer JSON's (an answer cut short by a kill printed nothing whole)."""
@@ -212,11 +273,13 @@ class FaultLoop:
 
     # --- the hook client, as Claude Code runs it
 
-    def client(self, payload, *, mode=(), url=None, timeout=None, kill_after=None, wait_bound=None):
+    def client(self, payload, *, mode=(), url=None, timeout=None, kill_mid_answer=False, wait_bound=None):
+        url = url or self.rng.choice(self.relaybays.urls)
+        proxy = MidAnswerKill(url, self.rng.random()) if kill_mid_answer else None
         env = {
             "PATH": "/usr/bin:/bin",
             "HOME": str(self.spool.parent),
-            "RELAYBAY_URL": url or self.rng.choice(self.relaybays.urls),
+            "RELAYBAY_URL": proxy.url if proxy else url,
             "RELAYBAY_TOKEN": self.relaybays.token,
             "RELAYBAY_SPOOL": str(self.spool),
             "CLAUDE_CODE_MESSAGING_TOKEN": SINK_TOKEN,
@@ -229,13 +292,11 @@ class FaultLoop:
         process = subprocess.Popen(
             [CLIENT_PYTHON, "-S", str(HOOK_CLIENT), *mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
-        killer = None
-        if kill_after is not None:
-            killer = threading.Timer(kill_after, process.kill)
-            killer.start()
+        if proxy:
+            proxy.serve(process)
         out, err = process.communicate(json.dumps(payload).encode(), timeout=120)
-        if killer is not None:
-            killer.cancel()
+        if proxy:
+            proxy.close()
         printed = _printed_text(out, err, mode)
         items = [int(number) for number in SHOWN_ITEM.findall(printed)]
         with self.lock:
@@ -286,9 +347,9 @@ class FaultLoop:
         event = self.rng.choice(["UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUse", "Stop"])
         fields = {"prompt": "go on"} if event == "UserPromptSubmit" else {"tool_name": "Bash"} if "Tool" in event else {"stop_hook_active": False}
         if faults and roll < 0.12:
-            # A kill timed past the client's exit kills nothing, and is not counted.
-            if self.client(self.hook(event, **fields), kill_after=self.rng.uniform(0, 0.25)) < 0:
-                self.outcome.faults["hook clients killed"] += 1
+            # A client whose answer never comes (its server was killed meanwhile) is not killed.
+            if self.client(self.hook(event, **fields), kill_mid_answer=True) < 0:
+                self.outcome.faults["hook clients killed mid-answer"] += 1
         elif faults and roll < 0.22:
             self.outcome.faults["hook clients given 20-300 ms"] += 1
             self.client(self.hook(event, **fields), timeout=self.rng.uniform(0.02, 0.3))
