@@ -28,9 +28,12 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 	@touch $@
 
 node_modules/.installed: package.json
-	@command -v npm >/dev/null || { echo "make test needs npm (Node.js) to install the pinned Claude Code CLI." >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "make test needs npm (Node.js) to install the pinned Claude Code, Codex and Gemini CLIs." >&2; exit 1; }
 	npm install --no-audit --no-fund --loglevel=error
 	@test -x node_modules/@anthropic-ai/claude-code-linux-x64/claude || { echo "The Claude Code CLI binary did not install (node_modules/@anthropic-ai/claude-code-linux-x64/claude)." >&2; exit 1; }
+	@test -x node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex || { echo "The Codex CLI binary did not install (node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex)." >&2; exit 1; }
+	@node_modules/.bin/codex --version | grep -qx 'codex-cli 0.171.0' || { echo "node_modules/.bin/codex does not run as Codex CLI 0.171.0 (package.json pins it)." >&2; exit 1; }
+	@node_modules/.bin/gemini --version | grep -qx '0.61.0' || { echo "node_modules/.bin/gemini does not run as Gemini CLI 0.61.0 (package.json pins it; it needs Node.js >= 20)." >&2; exit 1; }
 	@touch $@
 
 # Chromium (Debian's package, driven by Playwright with no browser download) and tmux.
