@@ -52,6 +52,13 @@ class Session(models.Model):
         HOOK = "hook"
         MCP = "mcp"
 
+    class Engine(models.TextChoices):
+        """The coding-agent CLI the session runs in, as its hooks say (docs/rules.md §1.6)."""
+
+        CLAUDE_CODE = "claude-code", "Claude Code"
+        CODEX = "codex", "Codex"
+        GEMINI = "gemini", "Gemini CLI"
+
     class Inbound(models.TextChoices):
         """What happens to a message from another session sent to this one (docs/rules.md §4.8)."""
 
@@ -67,6 +74,7 @@ class Session(models.Model):
         AGENTS_ONLY = "agents_only", "agent messages only"
 
     kind = models.CharField(max_length=10, choices=Kind)
+    engine = models.CharField(max_length=12, choices=Engine, default=Engine.CLAUDE_CODE)
     title = models.CharField(max_length=200, blank=True)
     inbound = models.CharField(max_length=10, choices=Inbound, default=Inbound.ACCEPT)
     quiet = models.CharField(max_length=12, choices=Quiet, default=Quiet.ALL)
@@ -293,3 +301,21 @@ class RefusedHooks(models.Model):
 
     def __str__(self):
         return f"{self.count} hook calls refused since {self.first_at:%Y-%m-%d %H:%M}"
+
+
+class UnheardSession(models.Model):
+    """A session whose CLI named it in relaybay's MCP calls while none of its hooks ever
+    arrived: Codex runs hooks only once the person trusts them (/hooks), and skips them
+    silently until then. The board warns until its first hook arrives (docs/rules.md §1.6)."""
+
+    engine = models.CharField(max_length=12, choices=Session.Engine)
+    hook_session = models.CharField(max_length=200, unique=True)
+    calls = models.PositiveIntegerField(default=0)
+    first_at = models.DateTimeField()
+    last_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-last_at"]
+
+    def __str__(self):
+        return f"{self.engine} session {self.hook_session}: {self.calls} MCP calls, no hook"
