@@ -32,6 +32,10 @@ class ErrorCode(StrEnum):
     UNREAD_CAP = "unread_cap"
     UNPROVEN_NAMES_FULL = "unproven_names_full"
     BROADCAST_REACHES_NOBODY = "broadcast_reaches_nobody"
+    INVALID_PATH = "invalid_path"
+    CALLER_NOT_PROVEN = "caller_not_proven"
+    RESERVATION_HELD = "reservation_held"
+    RESERVATIONS_FULL = "reservations_full"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     # Around the actions: the API's own answers.
     UNAUTHORIZED = "unauthorized"
@@ -65,6 +69,10 @@ HTTP_STATUS = {
     ErrorCode.UNREAD_CAP: 429,
     ErrorCode.UNPROVEN_NAMES_FULL: 429,
     ErrorCode.BROADCAST_REACHES_NOBODY: 403,
+    ErrorCode.INVALID_PATH: 400,
+    ErrorCode.CALLER_NOT_PROVEN: 403,
+    ErrorCode.RESERVATION_HELD: 409,
+    ErrorCode.RESERVATIONS_FULL: 409,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.OWNER_ONLY: 403,

@@ -90,6 +90,9 @@ RELAYBAY_REOFFER_SECONDS = envint("RELAYBAY_REOFFER_SECONDS", 30)
 # Rows made for sender names no session proves (kind mcp, docs/rules.md §4.2): past this many,
 # a send under yet another new unproven name is refused.
 RELAYBAY_UNPROVEN_NAMES = envint("RELAYBAY_UNPROVEN_NAMES", 200)
+# Edit collisions (docs/rules.md §7.1): a session about to edit a file another live session edited
+# in the same working tree within this many minutes is told so, and so is the other.
+RELAYBAY_COLLISION_MINUTES = envint("RELAYBAY_COLLISION_MINUTES", 30)
 
 DEBUG = envbool("DJANGO_DEBUG", False)
 

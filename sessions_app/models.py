@@ -212,6 +212,10 @@ class HookLink(models.Model):
         db_index=True,
         help_text="Digest of the Claude Code process's messaging token its hooks report; never the token",
     )
+    # The working tree its hooks run in, as the hook client last reported it (docs/rules.md §7.2):
+    # the folder its reservations' paths are relative to.
+    tree_root = models.TextField(blank=True, help_text="The root of the working tree its hooks run in, as last reported")
+    repository = models.TextField(blank=True, help_text="Which repository that tree belongs to (its origin, or its shared git folder)")
     created_at = models.DateTimeField(auto_now_add=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
 
@@ -319,3 +323,112 @@ class UnheardSession(models.Model):
 
     def __str__(self):
         return f"{self.engine} session {self.hook_session}: {self.calls} MCP calls, no hook"
+
+
+# --- Files sessions edit (docs/rules.md §7) ----------------------------------------------------
+
+
+class FileEdit(models.Model):
+    """One session's edits of one file: where the file is, when the session edited it, with which
+    tool, how often. The path only, never the file's content (docs/rules.md §7.1)."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="file_edits", db_index=False)  # file_edit_once leads with it
+    # Digests keep the indexes small whatever a path's length: `path_key` names the file
+    # (absolute, resolved), `file_key` the same relative path in every tree of its repository.
+    path_key = models.CharField(max_length=32)
+    file_key = models.CharField(max_length=32)
+    path = models.TextField(help_text="Absolute, with .. and symlinks resolved")
+    root = models.TextField(help_text="The root of the working tree holding it")
+    repository = models.TextField(blank=True, help_text="Its repository (origin, or shared git folder); empty outside git")
+    hook_session = models.CharField(max_length=200, blank=True)
+    tool = models.CharField(max_length=200, blank=True)
+    edits = models.PositiveIntegerField(default=1)
+    first_at = models.DateTimeField()
+    last_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "path_key"], name="file_edit_once")]
+        indexes = [
+            # Who edited this file, or its relative path in another tree, lately: every edit asks.
+            models.Index(fields=["file_key", "last_at"], name="file_edit_by_file"),
+            # A session's files, newest first, and the recent edits of the live sessions.
+            models.Index(fields=["session", "-last_at"], name="file_edit_by_session"),
+        ]
+
+    def __str__(self):
+        return self.path
+
+    @property
+    def relative(self):
+        return relative_to(self.path, self.root)
+
+
+def relative_to(path, root):
+    """`path` as the board shows it: relative to its working tree's root."""
+    if root == "/":
+        return path.lstrip("/")
+    return path[len(root) + 1 :] if path.startswith(root + "/") else path
+
+
+class FileReservation(models.Model):
+    """A session's reservation of the files a glob names in its working tree, exclusive or shared,
+    until it expires, its session releases it or ends, or the owner breaks it (docs/rules.md §7.3)."""
+
+    class Ended(models.TextChoices):
+        RELEASED = "released", "released by its session"
+        SESSION_ENDED = "session ended", "its session ended"
+        BROKEN = "broken", "broken by the owner"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="file_reservations")
+    hook_session = models.CharField(max_length=200, blank=True)
+    root = models.TextField(help_text="The root of the working tree the pattern is relative to")
+    pattern = models.CharField(max_length=500, help_text="A glob relative to the root: * and ? within a folder, ** across folders")
+    exclusive = models.BooleanField(default=True)
+    reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended = models.CharField(max_length=20, choices=Ended, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            # The reservations in force: few, read by every edit.
+            models.Index(fields=["expires_at"], condition=Q(ended_at=None), name="file_reservation_held"),
+        ]
+
+    def __str__(self):
+        return f"{self.pattern} in {self.root}"
+
+
+class FileNotice(models.Model):
+    """What a session hears at its next hook about files (docs/rules.md §7.1, §7.3): another session
+    is now editing a file it changed, or the owner broke its reservation. A kind of delivery
+    (sessions_app/hooks/edits.py), with a comment's delivery columns."""
+
+    class Kind(models.TextChoices):
+        EDITING = "editing"
+        BROKEN = "broken"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="file_notices", db_index=False)  # file_notice_pending leads with it
+    kind = models.CharField(max_length=10, choices=Kind)
+    other = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    other_name = models.CharField(max_length=200, blank=True, help_text="The other session's name, as it went by then")
+    path = models.TextField(help_text="The file, or the reservation's pattern, relative to the root")
+    root = models.TextField()
+    changed_at = models.DateTimeField(null=True, blank=True, help_text="When the session itself last changed the file")
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True, help_text="When a hook answer first carried it")
+    delivered_by = models.CharField(max_length=300, blank=True)
+    offered_at = models.DateTimeField(null=True, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["session", "id"], condition=Q(delivered_at=None), name="file_notice_pending"),
+            models.Index(fields=["session", "offered_at"], condition=Q(offered_at__isnull=False), name="file_notice_offered"),
+        ]
+
+    def __str__(self):
+        return f"File notice {self.pk} to {self.session_id}"
