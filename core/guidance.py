@@ -6,3 +6,9 @@ CHANNELS = (
     "on this machine and keeps nothing (relaybay records that it was sent, never its text); relaybay's "
     "message_send also waits for idle and ended sessions, and the owner sees it on the board."
 )
+
+# The same for a session of a CLI without Claude Code's SendMessage (Codex, Gemini CLI).
+ONE_CHANNEL = (
+    "To write to another session, use relaybay's message_send: it reaches Claude Code, Codex and Gemini CLI "
+    "sessions alike, waits for idle and ended ones, and the owner sees it on the board."
+)

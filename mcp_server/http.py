@@ -37,7 +37,10 @@ from core.dbthreads import threads as db_threads
 from core.errors import ErrorCode, RelaybayError, error_body, tool_error_text
 from core.limits import Limits
 from mcp_server.tools import PROVEN, build_server
+from core.inputs import is_identifier_text
 from sessions_app import directory
+from sessions_app.actions import do_note_unheard_session
+from sessions_app.models import HookLink, Session
 
 # Each operation: the JSON route (a plain sync view) and the schema the route reads its input with.
 OPERATIONS = {
@@ -48,6 +51,9 @@ OPERATIONS = {
     "session_link": (routes.session_link, LinkIn),
     "sessions_list": (routes.sessions_list, SessionsListQuery),
 }
+# Where Codex CLI names the calling session in a tool call's _meta (seen, 0.171.0).
+CODEX_META = "x-codex-turn-metadata"
+HOOK_SESSION_MAX = HookLink._meta.get_field("hook_session").max_length
 NO_PROOF = (
     "Pass hook_session: your Claude Code session id (the SessionStart note names it). relaybay knows no live "
     "hook session of the Claude Code process making this call: its MCP entry has no headersHelper, the process "
@@ -55,11 +61,25 @@ NO_PROOF = (
 )
 
 
-def _operate(operation, fields, proof, credential=None):
-    """One tool call's database step: fill in the proven hook session, then the route's body."""
+def codex_session(meta):
+    """The session id Codex CLI puts in every tool call's `_meta` (its `x-codex-turn-metadata`),
+    or ''. The CLI writes it, not the model (docs/mcp.md)."""
+    turn = (meta or {}).get(CODEX_META)
+    hook_session = turn.get("session_id") if isinstance(turn, dict) else None
+    if not isinstance(hook_session, str) or not 0 < len(hook_session) <= HOOK_SESSION_MAX:
+        return ""
+    return hook_session if hook_session.strip() and is_identifier_text(hook_session) else ""
+
+
+def _operate(operation, fields, proof, credential=None, cli_session=""):
+    """One tool call's database step: fill in the hook session the CLI named (`cli_session`) or
+    the proven one, then the route's body."""
     route, schema = OPERATIONS[operation]
+    if cli_session:
+        do_note_unheard_session(engine=Session.Engine.CODEX, hook_session=cli_session)
     if operation in PROVEN:
-        fields["hook_session"] = routes.proven_hook_session(fields.get("hook_session"), proof)
+        # Codex names the calling session with every call: its id wins over one the model wrote.
+        fields["hook_session"] = cli_session or routes.proven_hook_session(fields.get("hook_session"), proof)
         if PROVEN[operation] and not (fields["hook_session"] or "").strip():
             raise ToolError(tool_error_text(ErrorCode.SENDER_REFUSED, NO_PROOF))
     try:
@@ -85,8 +105,9 @@ class DirectBackend:
         headers = ctx.headers or {}
         proof = directory.process_proof(headers.get(directory.PROCESS_HEADER.lower()))
         credential = credential_of(_token(headers.get("authorization", "")))
+        cli_session = codex_session(ctx.request_context.meta)
         try:
-            return await db_threads.run(_operate, operation, fields, proof, credential)
+            return await db_threads.run(_operate, operation, fields, proof, credential, cli_session)
         except RelaybayError as error:
             raise ToolError(tool_error_text(error.code, error.message)) from None
         except (OperationalError, InterfaceError) as error:

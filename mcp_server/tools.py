@@ -234,11 +234,15 @@ class Tools:
         ctx: Context,
         task: TaskRef = None,
         folder: Annotated[str | None, Field(description="Only sessions working in this folder (absolute path).")] = None,
-        live_only: Annotated[bool, Field(description="Only sessions whose Claude Code session is running now.")] = False,
+        engine: Annotated[
+            Literal["claude-code", "codex", "gemini"] | None, Field(description="Only sessions of this CLI: Claude Code, Codex or Gemini CLI.")
+        ] = None,
+        live_only: Annotated[bool, Field(description="Only sessions whose CLI session is running now.")] = False,
     ) -> CallToolResult:
-        """Who can be addressed: each session's S-<id> handle, names, kind, folder, task, link state, and
-        whether mail reaches it now (`reachable_now`, with `why_not` when it does not)."""
-        return await self.call("sessions_list", ctx, task=task_text(task), folder=folder, live_only=live_only)
+        """Who can be addressed: each session's S-<id> handle, names, kind, the CLI it runs in (`engine`),
+        folder, task, link state, and whether mail reaches it now (`reachable_now`, with `why_not` when it
+        does not)."""
+        return await self.call("sessions_list", ctx, task=task_text(task), folder=folder, engine=engine, live_only=live_only)
 
 
 # Each tool by name, with what it tells the client about its effects; tools/list gives them in this order.

@@ -93,7 +93,7 @@ def session_link(request, data: LinkIn):
 def sessions_list(request, query: Query[SessionsListQuery]):
     task = get_task(query.task) if query.task else None
     sessions = []
-    for row in directory.listed_sessions(task=task, folder=query.folder, live_only=query.live_only, shown_only=True):
+    for row in directory.listed_sessions(task=task, folder=query.folder, engine=query.engine or "", live_only=query.live_only, shown_only=True):
         summary = directory.session_summary(row)
         why = directory.why_not_deliverable(row)
         summary["reachable_now"] = not why

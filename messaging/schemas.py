@@ -118,4 +118,5 @@ class MessagesListQuery(Schema):
 class SessionsListQuery(Schema):
     task: Name | None = None
     folder: Path | None = None
+    engine: Literal["claude-code", "codex", "gemini"] | None = Field(None, description="Only sessions of this CLI.")
     live_only: bool = False

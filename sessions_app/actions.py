@@ -15,7 +15,7 @@ from core.inputs import clean_text, is_identifier_text, parse_id
 
 from . import directory, identity
 from .feed import record_event, wake_session
-from .models import Comment, HookLink, RefusedHooks, Session, Task, fold_name
+from .models import Comment, HookLink, RefusedHooks, Session, Task, UnheardSession, fold_name
 
 COMMENT_MAX = 4000
 # Every alias is a name row (SessionName) each lookup by name may meet.
@@ -137,6 +137,10 @@ def link_hook_session(row, hook_session, *, process=""):
         link.exact = True
         link.save(update_fields=["session", "exact"])
         if own_row:
+            # The hooks' row knew which CLI the session runs in (docs/rules.md §1.6).
+            if row.engine != previous.engine:
+                row.engine = previous.engine
+                row.save(update_fields=["engine"])
             _hand_over(previous, row)
         moved = True
     if moved:
@@ -183,12 +187,12 @@ def _hand_over(old, new):
     old.delete()
 
 
-def _row_for_name(base, *, cwd, process, now, explicit):
+def _row_for_name(base, *, cwd, process, now, explicit, engine):
     """The row a starting session goes by (docs/rules.md §1.5): the first of `base`, `base-2`,
     `base-3`, … that no row goes by (a new row), or whose one row is this session's to take
     back: named so explicitly (RELAYBAY_SESSION, the base name only) or a hook row of the same
-    folder, with no other running process holding it. Returns (row, why), `why` the reason
-    the base name went to another session, if it did."""
+    folder and the same CLI (`engine`), with no other running process holding it. Returns
+    (row, why), `why` the reason the base name went to another session, if it did."""
     why = ""
     for number in range(1, 1000):
         suffix = "" if number == 1 else f"-{number}"
@@ -197,10 +201,11 @@ def _row_for_name(base, *, cwd, process, now, explicit):
         directory.serialize_on("name", serialize_on_name)
         rows = directory.find_sessions(name)
         if not rows:
-            return Session.objects.create(kind=Session.Kind.HOOK, title=name, folder=cwd, last_seen_at=now), why
+            return Session.objects.create(kind=Session.Kind.HOOK, engine=engine, title=name, folder=cwd, last_seen_at=now), why
         if len(rows) == 1:
             row = rows[0]
-            ours = (explicit and number == 1) or (row.kind == Session.Kind.HOOK and row.folder == cwd and fold_name(row.title) == serialize_on_name)
+            own_folder = row.kind == Session.Kind.HOOK and row.engine == engine and row.folder == cwd
+            ours = (explicit and number == 1) or (own_folder and fold_name(row.title) == serialize_on_name)
             holder = identity.running_holder(row, process, now) if ours else None
             if ours and holder is None:
                 return row, why
@@ -215,9 +220,12 @@ def _row_for_name(base, *, cwd, process, now, explicit):
 
 
 def _own_link(hook_session, row, payload, process, now):
-    """A new hook id's link, proven by `process`: the one proof speaks for this id from now on."""
+    """A new hook id's link, proven by `process`: the one proof speaks for this id from now on.
+    Its hooks arrive: the board warns no more that they never did (docs/rules.md §1.6)."""
     if process:
         HookLink.objects.filter(process_proof=process).update(process_proof="")
+    if UnheardSession.objects.filter(hook_session=hook_session).delete()[0]:
+        ping("sessions")
     return HookLink.objects.create(
         hook_session=hook_session,
         session=row,
@@ -229,11 +237,12 @@ def _own_link(hook_session, row, payload, process, now):
     )
 
 
-def link_started_session(*, hook_session, link, payload, process, now):
-    """Who a Claude Code session is (docs/rules.md §1.5), for a hook id seen for the first time
-    (`link` None) or a SessionStart carrying RELAYBAY_SESSION. Returns (link, note): the link,
-    exact unless relaybay only matched a desktop row by folder, and a sentence for the
-    session when it could not have the name it asked for. Call inside a transaction."""
+def link_started_session(*, hook_session, link, payload, process, now, engine=Session.Engine.CLAUDE_CODE):
+    """Who a session is (docs/rules.md §1.5), for a hook id seen for the first time (`link`
+    None) or a SessionStart carrying RELAYBAY_SESSION; `engine` is the CLI it runs in (§1.6).
+    Returns (link, note): the link, exact unless relaybay only matched a desktop row by folder,
+    and a sentence for the session when it could not have the name it asked for. Call inside a
+    transaction."""
     cwd = payload.get("cwd") or ""
     asked = payload.get("relaybay_session") if payload.get("hook_event_name") == "SessionStart" else None
     note = ""
@@ -251,7 +260,9 @@ def link_started_session(*, hook_session, link, payload, process, now):
             HookLink.objects.filter(pk=same_process.pk).update(state=HookLink.State.ENDED, waiter="", waiter_polled_at=None)
             link = _own_link(hook_session, same_process.session, payload, process, now)
             return link_hook_session(same_process.session, hook_session).link, note
-        desktop = list(Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2]) if cwd else []
+        # Desktop sessions are Claude Code's: a session of another CLI is never guessed into one.
+        claude = engine == Session.Engine.CLAUDE_CODE
+        desktop = list(Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2]) if cwd and claude else []
         if len(desktop) == 1:
             link = _own_link(hook_session, desktop[0], payload, process, now)
             record_event("link.guessed", session=desktop[0], hook_session=hook_session, data={"session": desktop[0].handle, "folder": cwd})
@@ -264,7 +275,11 @@ def link_started_session(*, hook_session, link, payload, process, now):
     try:
         # One savepoint: a refused move leaves no row made for the name behind.
         with transaction.atomic():
-            row, why = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked))
+            row, why = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked), engine=engine)
+            if row.engine != engine:
+                # A row taken by its name (RELAYBAY_SESSION) runs in the CLI that took it.
+                row.engine = engine
+                row.save(update_fields=["engine"])
             if why and asked:
                 note = (
                     f'relaybay: "{asked}" is not free: {why}. So this session goes by "{row.public_name}" ({row.handle}). '
@@ -468,6 +483,23 @@ def get_task(task_ref):
     if len(tasks) > 1:
         raise Ambiguous(f'Several tasks are titled "{task_ref}"; give the task id instead.')
     raise NotFound(f'No task "{task_ref}". Give a task id or its exact title.')
+
+
+def do_note_unheard_session(*, engine, hook_session, now=None):
+    """A session its CLI names in an MCP call (Codex puts its session id in every call's
+    `_meta`): when relaybay never heard a hook of it, the board says so until one arrives
+    (docs/rules.md §1.6): Codex skips hooks the person has not trusted, without a word.
+    Whether it was unheard."""
+    if directory.link_of(hook_session) is not None:
+        return False
+    now = now or timezone.now()
+    with transaction.atomic():
+        noted = UnheardSession.objects.filter(hook_session=hook_session).update(calls=F("calls") + 1, last_at=now)
+        if not noted:
+            UnheardSession.objects.create(engine=engine, hook_session=hook_session, calls=1, first_at=now, last_at=now)
+            record_event("session.hooks_unheard", hook_session=hook_session, data={"engine": engine})
+            ping("sessions")
+    return True
 
 
 def do_count_refused_hooks(*, count, now=None):

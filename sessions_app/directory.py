@@ -203,12 +203,12 @@ LIST_LIMIT = 500
 
 # What session_summary and why_not_deliverable read of a row and of its links: sessions_list
 # reads only these columns (the others stay deferred).
-SHOWN = ("title", "aliases", "desktop_id", "kind", "folder", "task_id")
+SHOWN = ("title", "aliases", "desktop_id", "kind", "engine", "folder", "task_id")
 SHOWN_OF_LINKS = ("session_id", "exact", "state", "agent_wakes", "waiter", "waiter_polled_at")
 
 
-def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT, shown_only=False):
-    """The rows of a task, of a folder, or live only, most recently seen first (at most
+def listed_sessions(*, task=None, folder="", engine="", live_only=False, limit=LIST_LIMIT, shown_only=False):
+    """The rows of a task, of a folder, of an engine, or live only, most recently seen first (at most
     `limit`; None: all), each with its task and the links current_link chooses from: what
     sessions_list shows and whom a broadcast reaches. Its two statements are compiled once per
     shape (core/compiled.py): Django's prefetch would build a query with every row's id and a
@@ -216,8 +216,8 @@ def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT, 
     `shown_only` reads only the columns a summary shows (SHOWN, SHOWN_OF_LINKS), the others
     left deferred: with every column, sessions_list of 85 rows takes 1.40x as long in process
     and 1.36x as long over http at 45 rows (bench experiment `all-columns`)."""
-    rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit, shown_only)
-    values = ([task.pk] if task is not None else []) + ([folder] if folder else [])
+    rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit, shown_only, bool(engine))
+    values = ([task.pk] if task is not None else []) + ([folder] if folder else []) + ([engine] if engine else [])
     rows = rows_of(*values)
     _give_links(rows, links_of(*values), attr="speaking_links")
     attach_tasks(rows)
@@ -225,10 +225,11 @@ def listed_sessions(*, task=None, folder="", live_only=False, limit=LIST_LIMIT, 
 
 
 @functools.cache
-def _listing(by_task, by_folder, live_only, limit, shown_only):
+def _listing(by_task, by_folder, live_only, limit, shown_only, by_engine=False):
     """listed_sessions' two statements for one shape: the rows, and the links current_link
-    chooses from. Their parameters: the task's id if `by_task`, then the folder if `by_folder`."""
-    kinds = (int,) * by_task + (str,) * by_folder
+    chooses from. Their parameters: the task's id if `by_task`, then the folder if `by_folder`,
+    then the engine if `by_engine`."""
+    kinds = (int,) * by_task + (str,) * by_folder + (str,) * by_engine
 
     def listed(*values):
         values = list(values)
@@ -237,6 +238,8 @@ def _listing(by_task, by_folder, live_only, limit, shown_only):
             found = found.filter(task_id=values.pop(0))
         if by_folder:
             found = found.filter(folder=values.pop(0))
+        if by_engine:
+            found = found.filter(engine=values.pop(0))
         return found.order_by("-last_seen_at", "-id")
 
     def rows(*values):
@@ -300,6 +303,7 @@ class Arrival(StrEnum):
     GUESSED = "guessed"  # its link is only guessed
     ENDED = "ended"  # its exact link ended; it may come back
     CAPPED = "capped"  # idle, and messages woke it as often as the wake-up cap allows: at its next prompt
+    UNWAKEABLE = "unwakeable"  # idle in a CLI relaybay cannot wake (Codex, Gemini CLI): at its next prompt
     WAKING = "waking"  # idle, and its wake-up hook waits: woken now
     IDLE = "idle"  # at its next prompt or wake-up
     BUSY = "busy"  # at its next tool call or prompt
@@ -316,6 +320,8 @@ def arrival(session):
     if not link.live:
         return Arrival.ENDED
     if link.state == HookLink.State.IDLE:
+        if session.engine not in WAKEABLE:
+            return Arrival.UNWAKEABLE
         if wake_cap_reached(link):
             return Arrival.CAPPED
         return Arrival.WAKING if identity.waiter_connected(link, timezone.now()) else Arrival.IDLE
@@ -335,6 +341,11 @@ WAKE_CAP_WAIT = (
 )
 
 
+# The CLIs with a wake-up hook relaybay waits on for an idle session (docs/rules.md §1.6).
+WAKEABLE = frozenset({Session.Engine.CLAUDE_CODE})
+UNWAKEABLE_WAIT = "it is idle in a CLI relaybay cannot wake (Codex, Gemini CLI): it sees this at its next prompt."
+
+
 NOT_DELIVERABLE = {
     Arrival.GONE: "its session row is gone.",
     Arrival.NO_LINK: "it has no hook link of its own, so no hook can carry anything to it.",
@@ -349,6 +360,7 @@ ON_ITS_WAY = {
     Arrival.CAPPED: WAKE_CAP_WAIT,
     Arrival.WAKING: "it is idle, and its wake-up hook is waiting: it is being woken with this now.",
     Arrival.IDLE: "it is idle and no wake-up hook of it is waiting: it sees this at its next prompt.",
+    Arrival.UNWAKEABLE: UNWAKEABLE_WAIT,
     Arrival.BUSY: "it reaches it at its next tool call or prompt.",
 }
 
@@ -377,8 +389,9 @@ def how_to_link(hook_session=None):
 
 def identity_text(link):
     session = link.session
+    cli = Session.Engine(session.engine).label
     lines = [
-        f"relaybay: this Claude Code session is tracked as {session.handle} "
+        f"relaybay: this {cli} session is tracked as {session.handle} "
         f'("{session.name}", kind {session.kind}) with hook session id {link.hook_session}.',
     ]
     if link.exact:
@@ -392,7 +405,9 @@ def identity_text(link):
             + how_to_link(link.hook_session)
             + "."
         )
-    lines.append(guidance.CHANNELS)
+    lines.append(guidance.CHANNELS if session.engine == Session.Engine.CLAUDE_CODE else guidance.ONE_CHANNEL)
+    if session.engine not in WAKEABLE:
+        lines.append(f"{cli} has no hook that waits while you are idle: what is sent to you arrives at your next prompt or tool call.")
     return "\n".join(lines)
 
 
@@ -409,6 +424,7 @@ def session_summary(session):
         "aliases": session.aliases,
         "desktop_id": session.desktop_id,
         "kind": session.kind,
+        "engine": session.engine,
         "folder": session.folder,
         "task": session.task.title if session.task_id else None,
         "link": exactness,

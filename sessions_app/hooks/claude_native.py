@@ -19,9 +19,10 @@ from django.conf import settings
 from core.mcp_tools import CARRIES_MESSAGE_TEXT
 
 SEND_TOOL = "SendMessage"
-# relaybay's own MCP tools whose calls carry message text, as Claude Code names them
-# (mcp__<server>__<tool>, whatever the server is called in the config).
-RELAYBAY_MESSAGE_TOOLS = tuple(f"__{tool}" for tool, carries in CARRIES_MESSAGE_TEXT.items() if carries)
+# relaybay's own MCP tools whose calls carry message text, as Claude Code and Codex name them
+# (mcp__<server>__<tool>, whatever the server is called in the config) and Gemini CLI does
+# (mcp_<server>_<tool>).
+RELAYBAY_MESSAGE_TOOLS = tuple(f"_{tool}" for tool, carries in CARRIES_MESSAGE_TEXT.items() if carries)
 NOT_STORED = "[not stored: message text]"
 # SendMessage's fields that hold no text: addressing and outcome. Every other field is text
 # or may quote it (`message` and `content` are the message, `summary` the sender's line about
@@ -166,7 +167,7 @@ def without_message_text(payload):
     NOT_STORED; of those prompts only kinds, ids and names stay."""
     tool = payload.get("tool_name") or ""
     data = dict(payload)
-    if isinstance(tool, str) and tool.endswith(RELAYBAY_MESSAGE_TOOLS):
+    if isinstance(tool, str) and tool.startswith("mcp_") and tool.endswith(RELAYBAY_MESSAGE_TOOLS):
         # A failure's error may quote the input: the MCP SDK's validation error does
         # ("input_value={'text': …}" for a body that is not text).
         for key in ("tool_input", "tool_response", "error"):

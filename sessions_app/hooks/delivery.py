@@ -261,8 +261,9 @@ def context_answer(event_name, delivery):
     return HookAnswer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": delivery.text()}}, delivery)
 
 
-def stop_answer(link, looking=None, *, confirming=False):
-    """A Stop block when something is pending and this turn has blocks left. Inside a transaction."""
+def stop_answer(link, looking=None, *, confirming=False, decision="block"):
+    """A Stop block when something is pending and this turn has blocks left; `decision` is the
+    one the CLI goes on with (Gemini CLI's AfterAgent says "deny"). Inside a transaction."""
     took = HookLink.objects.filter(pk=link.pk, stop_blocks__lt=STOP_BLOCKS_PER_TURN).update(
         stop_blocks=F("stop_blocks") + 1, state=HookLink.State.BUSY
     )
@@ -272,7 +273,17 @@ def stop_answer(link, looking=None, *, confirming=False):
     if not delivery:
         HookLink.objects.filter(pk=link.pk).update(stop_blocks=F("stop_blocks") - 1, state=HookLink.State.IDLE)
         return {}
-    return HookAnswer({"decision": "block", "reason": delivery.text()}, delivery)
+    return HookAnswer({"decision": decision, "reason": delivery.text()}, delivery)
+
+
+# Delivery.header's words: an answer's text starts with them.
+HEADER = re.compile(r"\s*relaybay: [0-9]+ new items? for you, from ")
+
+
+def handed_back(prompt):
+    """Whether a prompt is a delivery's own text handed back as the model's next input: a Stop
+    reason Gemini CLI sends as a new user turn."""
+    return isinstance(prompt, str) and HEADER.match(prompt) is not None
 
 
 HANDLE = re.compile(r"^([A-Z])-([0-9]{1,18})$")

@@ -16,10 +16,12 @@ from .. import directory, identity
 from ..actions import do_update_session, link_started_session
 from ..feed import feed_row, record_events
 from ..models import Event, HookLink, Session, fold_name
-from . import claude_native, delivery
+from . import claude_native, delivery, dialects
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
-NOT_STORED = {"last_assistant_message", "transcript_path", "relaybay_session", "relaybay_native"}
+# The model's last answer (Claude Code's and Codex's Stop, Gemini CLI's AfterAgent) may quote a
+# message; the hook client's own fields are not the CLI's.
+NOT_STORED = {"last_assistant_message", "prompt_response", "transcript_path", "relaybay_session", "relaybay_native", dialects.ENGINE_FIELD}
 FOREIGN_PROCESS = (
     "relaybay: this hook names a Claude Code session that another running process proves; "
     "relaybay leaves that session alone and delivers nothing here."
@@ -40,6 +42,7 @@ OPTIONAL_IDENTIFIERS = {
     "cwd": HookLink._meta.get_field("cwd").max_length,
     "transcript_path": HookLink._meta.get_field("transcript_path").max_length,
     "tool_name": 200,
+    dialects.ENGINE_FIELD: 20,
 }
 # Claude Code sends about a dozen fields; past this many only a count is kept, so no payload
 # of many small keys can make a page of megabytes.
@@ -186,7 +189,9 @@ def _apply_event(link, event_name, payload, now, process):
     state = _next_state(link, event_name)
     if state != link.state:
         updates["state"] = state
-    if event_name == "UserPromptSubmit":
+    if event_name == "UserPromptSubmit" and not delivery.handed_back(payload.get("prompt")):
+        # A prompt starts a turn, unless it is relaybay's own Stop reason handed back as the
+        # next input (Gemini CLI fires BeforeAgent for it): that turn keeps its Stop blocks.
         updates["turn"] = F("turn") + 1
         updates["stop_blocks"] = 0
         if link.agent_wakes and is_owner_prompt(payload):
@@ -210,7 +215,7 @@ def _apply_event(link, event_name, payload, now, process):
     return feed
 
 
-def _link(hook_session, event_name, payload, process, now):
+def _link(hook_session, dialect, payload, process, now):
     """The hook id's link, made or moved by who the session is (docs/rules.md §1.5), and a note
     for the session when it could not have the name it asked for."""
     link = directory.link_of(hook_session)
@@ -218,28 +223,33 @@ def _link(hook_session, event_name, payload, process, now):
         # The first events of a hook id may arrive at two processes at once: one links it.
         directory.serialize_on("hook", hook_session)
         link = directory.link_of(hook_session)
-    if link is None or (event_name == "SessionStart" and payload.get("relaybay_session")):
-        return link_started_session(hook_session=hook_session, link=link, payload=payload, process=process, now=now)
+    if link is None or (dialect.event == "SessionStart" and payload.get("relaybay_session")):
+        return link_started_session(hook_session=hook_session, link=link, payload=payload, process=process, now=now, engine=dialect.engine)
     return link, ""
 
 
-def _answer(link, event_name, note, confirming):
-    """The hook answer: the session's identity at its start, else what waits for it, claimed
-    (left offered until the hook client confirms it, when it does: docs/rules.md §2.6)."""
+def _answer(link, dialect, payload, note, confirming):
+    """The hook answer, in the CLI's dialect (dialects.py): the session's identity at its start,
+    else what waits for it, claimed (left offered until the hook client confirms it, when it
+    does: docs/rules.md §2.6)."""
+    event_name = dialect.event
     if event_name == "SessionStart":
         text = directory.identity_text(link) + (f"\n{note}" if note else "")
         answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
         # The person sees why the session does not go by the name it asked for.
         return {**answer, "systemMessage": note} if note else answer
-    if not link.carries_deliveries or event_name not in (*DELIVERING_EVENTS, "Stop"):
+    filled_in = dialects.caller_filled_in(dialect, payload)
+    if filled_in:
+        return filled_in
+    if not link.carries_deliveries or not (dialect.delivers_context or event_name == "Stop"):
         return {}
     waiting = delivery.pending(link.session_id)
     if not waiting:
         return {}
     if event_name == "Stop":
-        return delivery.stop_answer(link, waiting, confirming=confirming)
+        return delivery.stop_answer(link, waiting, confirming=confirming, decision=dialect.stop_decision)
     claimed = delivery.claim_pending(link, event_name, waiting, confirming=confirming)
-    return delivery.context_answer(event_name, claimed) if claimed else {}
+    return delivery.context_answer(dialect.name, claimed) if claimed else {}
 
 
 def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirming=False):
@@ -249,10 +259,11 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
     (directory.process_proof); a replayed event is long past and proves nothing. `confirming`:
     the hook client confirms what it prints (docs/rules.md §2.6)."""
     payload = check_payload(payload)
-    event_name, hook_session, now = payload["hook_event_name"], payload["session_id"], timezone.now()
+    dialect = dialects.dialect_of(payload)
+    event_name, hook_session, now = dialect.event, payload["session_id"], timezone.now()
     process = "" if replay else process
     with transaction.atomic():
-        link, note = _link(hook_session, event_name, payload, process, now)
+        link, note = _link(hook_session, dialect, payload, process, now)
         event = feed_row(f"hook.{event_name}", session_id=link.session_id, hook_session=hook_session, data=stored_fields(payload), replay=replay, happened_at=spooled_at)
         if not replay and not identity.speaks_for(link, process, now):
             # The hook names a session another running process proves (docs/rules.md §1.5):
@@ -265,4 +276,4 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
         if traffic:
             claude_native.report(link, traffic, now)
         # Nobody waits for a replayed event's answer: nothing is delivered through it.
-        return {} if replay else _answer(link, event_name, note, confirming)
+        return {} if replay else _answer(link, dialect, payload, note, confirming)
