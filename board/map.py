@@ -1,6 +1,7 @@
 """The Map (docs/rules.md §5.5): sessions as nodes and `session.message` events as edges with counts,
 one edge per direction and channel (relaybay's, desktop, Claude Code's native), laid out on a
-circle and drawn as SVG by the server."""
+circle and drawn as SVG by the server; on request, a line between two live sessions that edited
+the same files lately, with how many (docs/rules.md §7.4)."""
 
 import math
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from django.utils import timezone
 
 from messaging import reads
 from core.inputs import parse_id
-from sessions_app import directory
+from sessions_app import directory, files
 from sessions_app.models import Event, Task
 
 from . import pages
@@ -137,8 +138,28 @@ def message_edges(task=None):
     ]
 
 
-def draw(task=None):
-    edges = [e for e in message_edges(task) if e[0] and e[1]]
+def file_edges(task=None):
+    """(handle, handle, count, name, name, "files") for each pair of live sessions that edited the
+    same files within the collision window, counting those files; with a task, the pairs with one
+    of its sessions."""
+    pairs, names = {}, {}
+    for group in files.shared(timezone.now(), "path_key"):
+        for edit in group:
+            names[edit.session_id] = edit.session.public_name
+        editors = sorted({edit.session_id for edit in group})
+        for i, first in enumerate(editors):
+            for second in editors[i + 1 :]:
+                pairs[first, second] = pairs.get((first, second), 0) + 1
+    members = set(task.sessions.values_list("pk", flat=True)) if task is not None else None
+    return [
+        (f"S-{a}", f"S-{b}", count, names[a], names[b], "files")
+        for (a, b), count in pairs.items()
+        if members is None or a in members or b in members
+    ]
+
+
+def draw(task=None, shared_files=False):
+    edges = [e for e in message_edges(task) if e[0] and e[1]] + (file_edges(task) if shared_files else [])
     traffic, names = {}, {}
     for source, target, count, source_name, target_name, _ in edges:
         traffic[source] = traffic.get(source, 0) + count
@@ -197,7 +218,9 @@ def _route(edge, scale=1.0):
     dx, dy = x2 - x1, y2 - y1
     length = math.hypot(dx, dy) or 1
     ux, uy = dx / length, dy / length
-    bend = min(40 * scale, length / 5) * (2 if edge.channel == "native" else 1)
+    # A native edge bends further, so it stands beside the same pair's relaybay edge; a line of
+    # shared files, having no direction, runs straight between the two.
+    bend = min(40 * scale, length / 5) * {"native": 2, "files": 0}.get(edge.channel, 1)
     cx, cy = (x1 + x2) / 2 - uy * bend, (y1 + y2) / 2 + ux * bend
     # Start and end on the node circles, not at their centres.
     sx, sy = x1 + ux * NODE_RADIUS * scale, y1 + uy * NODE_RADIUS * scale

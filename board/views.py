@@ -20,6 +20,7 @@ from core.inputs import clean_text, parse_id
 from messaging import reads
 from sessions_app import actions
 from sessions_app import directory
+from sessions_app import files
 from sessions_app.models import Comment, Event, HookLink, Session, Task
 
 from . import export, pages, search
@@ -33,7 +34,7 @@ SESSION_STATES = {
     "ended": lambda qs: qs.filter(links__isnull=False).not_live().distinct(),
     "unlinked": lambda qs: qs.filter(links__isnull=True),
 }
-EVENT_KINDS = ["hook", "message", "comment", "link", "session", "task", "desktop"]
+EVENT_KINDS = ["hook", "message", "comment", "link", "session", "task", "desktop", "file", "file_notice"]
 
 
 def _run(request, write, success):
@@ -106,6 +107,9 @@ def session_detail(request, pk):
     def comments():
         return {"comments": list(session.comments.select_related("author").order_by("-id")[:100])}
 
+    def changed_files():
+        return {"changed_files": files.session_files(session)}
+
     def session_messages():
         page = pages.keyset_page(
             reads.involving([session]),
@@ -125,7 +129,7 @@ def session_detail(request, pk):
         return {"event_page": page}
 
     # The owner's quiet choice for this page: what it hides is only not shown, never deleted.
-    parts = {"session-now": now, "session-link": link}
+    parts = {"session-now": now, "session-link": link, "session-files": changed_files}
     if session.quiet != Session.Quiet.AGENTS_ONLY:
         parts |= {"session-comments": comments, "session-events": events}
     if session.quiet != Session.Quiet.HIDE_AGENTS:
@@ -340,11 +344,12 @@ def events_feed(request):
 @owner_required
 def map_view(request):
     task = task_param(request)
+    shared_files = request.GET.get("files") == "1"
 
     def drawing():
-        return {"map": session_map.draw(task=task)}
+        return {"map": session_map.draw(task=task, shared_files=shared_files)}
 
-    context = {"section": "map", "tasks": Task.objects.all(), "task": task}
+    context = {"section": "map", "tasks": Task.objects.all(), "task": task, "shared_files": shared_files}
     return render_board(request, "board/map.html", {"map-svg": drawing}, context)
 
 

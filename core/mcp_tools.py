@@ -12,4 +12,7 @@ CARRIES_MESSAGE_TEXT = {
     "message_ack": False,
     "session_link": False,
     "sessions_list": False,
+    "files_reserve": False,
+    "files_release": False,
+    "files_list": False,
 }

@@ -1,6 +1,6 @@
 """relaybay's MCP server over streamable HTTP, served by relaybay itself at /mcp.
 
-The six tools of mcp_server/tools.py, in the same server processes as the JSON API and
+The tools of mcp_server/tools.py, in the same server processes as the JSON API and
 behind the same bearer token, with no process per Claude Code session. A tool runs the JSON
 route's own body on relaybay's database threads (core/dbthreads.py): the same schema, the
 same action, the same answer and the same error sentence as `POST /api/message_send`, with no
@@ -31,6 +31,8 @@ from pydantic import ValidationError
 
 from messaging import api as routes
 from messaging.schemas import AckIn, BroadcastIn, LinkIn, MessagesListQuery, SendIn, SessionsListQuery
+from sessions_app import files_api
+from sessions_app.schemas import FilesListQuery, ReleaseIn, ReserveIn
 from core.api import database_unavailable_detail, invalid_detail
 from core.auth import TOKEN_REFUSED, credential_of
 from core.dbthreads import threads as db_threads
@@ -50,6 +52,9 @@ OPERATIONS = {
     "message_ack": (routes.message_ack, AckIn),
     "session_link": (routes.session_link, LinkIn),
     "sessions_list": (routes.sessions_list, SessionsListQuery),
+    "files_reserve": (files_api.files_reserve, ReserveIn),
+    "files_release": (files_api.files_release, ReleaseIn),
+    "files_list": (files_api.files_list, FilesListQuery),
 }
 # Where Codex CLI names the calling session in a tool call's _meta (seen, 0.171.0).
 CODEX_META = "x-codex-turn-metadata"

@@ -1,4 +1,4 @@
-"""relaybay's MCP server over stdio: the six tools of mcp_server/tools.py as a client of
+"""relaybay's MCP server over stdio: the tools of mcp_server/tools.py as a client of
 relaybay's JSON API, for a Claude Code that starts one server process per session.
 
 relaybay serves the same tools over streamable HTTP itself, at /mcp (mcp_server/http.py);

@@ -1,8 +1,8 @@
-"""relaybay's six MCP tools (docs/rules.md §4.1, §4.8), defined once for both transports.
+"""relaybay's MCP tools (docs/rules.md §4.1, §4.8, §7.3), defined once for both transports.
 
 `build_server(backend, limits=...)` gives the official SDK's MCPServer with message_send,
-message_broadcast, messages_list, message_ack, session_link and sessions_list, a method of
-`Tools` each. Each tool only gathers its arguments; the backend carries out the operation and
+message_broadcast, messages_list, message_ack, session_link, sessions_list, files_reserve,
+files_release and files_list, a method of `Tools` each. Each tool only gathers its arguments; the backend carries out the operation and
 fills in the caller's proof:
 - the stdio server (mcp_server/stdio.py) is a client of relaybay's JSON API and proves the
   caller with the CLAUDE_CODE_SESSION_ID it was started with;
@@ -58,9 +58,18 @@ READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 MARK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 # The operations that name their caller, and whether they cannot go on without the proof.
-PROVEN = {"message_send": False, "message_broadcast": False, "messages_list": False, "message_ack": False, "session_link": True}
+PROVEN = {
+    "message_send": False,
+    "message_broadcast": False,
+    "messages_list": False,
+    "message_ack": False,
+    "session_link": True,
+    "files_reserve": False,
+    "files_release": False,
+    "files_list": False,
+}
 # The operations that only read (the JSON API serves them as GET).
-READS = frozenset({"messages_list", "sessions_list"})
+READS = frozenset({"messages_list", "sessions_list", "files_list"})
 
 
 def result(answer):
@@ -77,7 +86,7 @@ def task_text(ref):
 
 
 class Tools:
-    """The six tools, a method each: it gathers its arguments and hands them to the backend.
+    """The tools, a method each: it gathers its arguments and hands them to the backend.
 
     A method's docstring is its description, with the limits filled in by build_server."""
 
@@ -244,6 +253,56 @@ class Tools:
         does not)."""
         return await self.call("sessions_list", ctx, task=task_text(task), folder=folder, engine=engine, live_only=live_only)
 
+    async def files_reserve(
+        self,
+        ctx: Context,
+        paths: Annotated[
+            list[str],
+            Field(
+                description="Paths or globs relative to your working tree's root, at most 100: src/app.py, src/*.py "
+                "(* and ? within a folder), src/** (a folder and everything under it)."
+            ),
+        ],
+        exclusive: Annotated[bool, Field(description="true: other sessions' edits of these files are denied; false: shared, they are warned.")] = True,
+        ttl_seconds: Annotated[int | None, Field(description="How long it holds: 60 to 86400 seconds; an hour when left out.")] = None,
+        reason: Annotated[str | None, Field(description="Why: shown to a session whose edit is denied or warned, and to the owner.")] = None,
+        session: Name = None,
+        hook_session: HookSession = None,
+    ) -> CallToolResult:
+        """Reserve files of your working tree before you change them, so no other session edits them meanwhile.
+
+        relaybay sees every session's edits before they happen (Edit, Write, MultiEdit, NotebookEdit): while
+        your exclusive reservation holds, another live session's edit of those files is denied, and a shared
+        one warns it. All or nothing: files another live session holds are refused, naming it. The answer
+        lists other sessions that edited these files lately. Reservations end when they expire, when you
+        release them (files_release), when your session ends, or when the owner breaks them. Commands that
+        write files (Bash) are not checked. Reserving a path you hold renews it.
+        """
+        return await self.call(
+            "files_reserve", ctx, paths=paths, exclusive=exclusive, ttl_seconds=ttl_seconds, reason=reason, session=session, hook_session=hook_session
+        )
+
+    async def files_release(
+        self,
+        ctx: Context,
+        paths: Annotated[list[str] | None, Field(description="The paths or globs as you reserved them; leave out to release all of yours.")] = None,
+        session: Name = None,
+        hook_session: HookSession = None,
+    ) -> CallToolResult:
+        """Release your reservations of files when you are done with them (those named, or all)."""
+        return await self.call("files_release", ctx, paths=paths, session=session, hook_session=hook_session)
+
+    async def files_list(
+        self,
+        ctx: Context,
+        all_trees: Annotated[bool, Field(description="Every working tree's, not only yours.")] = False,
+        session: Name = None,
+        hook_session: HookSession = None,
+    ) -> CallToolResult:
+        """The reservations in force in your working tree (who holds which files, exclusive or shared, until
+        when, why) and the files other live sessions edited there lately: look before you change files."""
+        return await self.call("files_list", ctx, all_trees=all_trees, session=session, hook_session=hook_session)
+
 
 # Each tool by name, with what it tells the client about its effects; tools/list gives them in this order.
 TOOLS = {
@@ -253,6 +312,9 @@ TOOLS = {
     "message_ack": MARK,
     "session_link": MARK,
     "sessions_list": READ,
+    "files_reserve": WRITE,
+    "files_release": MARK,
+    "files_list": READ,
 }
 
 

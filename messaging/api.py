@@ -6,6 +6,7 @@ from ninja import Query, Router
 from core.auth import AgentAuth, is_owner
 from core.limits import Limits
 from sessions_app import directory
+from sessions_app.directory import proven_hook_session
 from sessions_app.actions import get_task, resolve_one
 from sessions_app.schemas import ERRORS, Error
 
@@ -15,13 +16,6 @@ from .schemas import AckIn, AckOut, BroadcastIn, BroadcastOut, LimitsOut, LinkIn
 # Every route here is the agents' (docs/rules.md §6): what an MCP server calls for its session.
 router = Router(tags=["messages"])
 ERRORS = {**ERRORS, 403: Error, 404: Error, 409: Error, 429: Error}
-
-
-def proven_hook_session(hook_session, proof):
-    """The hook session a call speaks for: the one it names, else the one whose hooks carry the
-    same process proof as the call (header X-Relaybay-Process, sent by the stdio MCP server and
-    the http one's headersHelper), else none (docs/mcp.md)."""
-    return (hook_session or "").strip() or directory.hook_session_of_process(proof) or hook_session
 
 
 def _process(request):

@@ -44,10 +44,28 @@ def native_names(socket):
 
 def with_native_names(payload, native):
     """Add relaybay_native to a payload object; anything else passes unchanged."""
+    return with_field(payload, b'relaybay_native', native)
+
+
+def with_field(payload, name, value):
+    """Add the field `name` (JSON `value`) to a payload object; anything else passes unchanged."""
     body = payload.rstrip()
     if body[:1] != b'{' or body[-1:] != b'}' or body[:-1].rstrip()[-1:] == b'{':
         return payload
-    return body[:-1] + b',"relaybay_native":' + native + b'}'
+    return body[:-1] + b',"' + name + b'":' + value + b'}'
+
+
+def with_tree(payload):
+    """Add relaybay_tree to a PreToolUse payload: the working tree the hook runs in, its root and
+    repository (relaybay_hook/tree.py), which relaybay ties the file an edit names to."""
+    if b'"PreToolUse"' not in payload:
+        return payload
+    from relaybay_hook import tree
+    try:
+        report = tree.report(tree.getcwd())
+    except OSError:  # the folder is gone
+        return payload
+    return with_field(payload, b'relaybay_tree', report) if report else payload
 
 
 def _spool_pending(path):
@@ -106,6 +124,7 @@ def event_mode():
     native = native_names(socket) if socket else None
     if native:
         payload = with_native_names(payload, native)
+    payload = with_tree(payload)
     timeout = max(env.float_env('RELAYBAY_TIMEOUT', 10), 0.1)
     spool_path = env.spool_path()
     notices = []

@@ -6,6 +6,7 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions, hooks and comments"
 
     def ready(self):
-        from .hooks import delivery
+        from .hooks import delivery, edits
 
         delivery.register(delivery.Comments())
+        delivery.register(edits.FILE_NOTICES)

@@ -61,6 +61,13 @@ def hook_session_of_process(proof):
     return _process_hook_session.first(proof)
 
 
+def proven_hook_session(hook_session, proof):
+    """The hook session a call speaks for: the one it names, else the one whose hooks carry the
+    same process proof as the call (header X-Relaybay-Process, sent by the stdio MCP server and
+    the http one's headersHelper), else none (docs/mcp.md)."""
+    return (hook_session or "").strip() or hook_session_of_process(proof) or hook_session
+
+
 @compiled
 def _process_hook_session(proof: str):
     return HookLink.objects.filter(process_proof=proof).order_by("pk").values_list("hook_session", flat=True)

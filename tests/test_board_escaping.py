@@ -9,7 +9,7 @@ from django.conf import settings
 
 from messaging.actions import do_send_message
 from messaging.models import SessionMessage
-from sessions_app import actions
+from sessions_app import actions, files
 from sessions_app.hooks.ingest import ingest_hook
 from sessions_app.models import Session
 from tests.board_fixtures import board, named_session, owner  # noqa: F401
@@ -49,13 +49,20 @@ def hostile(db):
         do_send_message(body=f"unverified {text}", to="peer", session=f"mcp {text}")
         actions.do_write_comment(session=row, body=f"{text}\n{LONG_WORD}")
         actions.do_record_desktop_edge(sender=row, recipient=peer)
+        # Paths are agents' text too: an edit, the same file edited by another session (the
+        # Files page, the session page, the Map's shared files) and a reservation with a reason.
+        edit = {"hook_event_name": "PreToolUse", "session_id": hook, "cwd": f"/work/{text}", "tool_name": "Edit", "tool_input": {"file_path": f"src/{text} {i}.py"}}
+        ingest_hook(edit)
+        ingest_hook({**edit, "session_id": peer.hook_session})
+        link = files.caller_link(hook_session=hook)
+        files.do_reserve_files(link=link, paths_given=[f"lib/{text} {i}.py"], reason=text)
         rows.append((row, task))
     actions.do_update_session(session=peer, title="W" * 200)
     return rows
 
 
 def pages(rows):
-    urls = ["/", "/tasks/", "/messages/", "/inbox/", "/map/", "/events/", "/search/?q=alert", "/search/?q=zero"]
+    urls = ["/", "/tasks/", "/messages/", "/inbox/", "/map/", "/map/?files=1", "/files/", "/events/", "/search/?q=alert", "/search/?q=zero"]
     for row, task in rows:
         urls += [f"/sessions/{row.pk}/", f"/tasks/{task.pk}/", f"/messages/?session={row.handle}", f"/map/?task={task.pk}"]
     urls += [f"/messages/{m.pk}/" for m in SessionMessage.objects.all()[:5]]

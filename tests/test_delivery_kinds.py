@@ -16,8 +16,8 @@ from sessions_app.models import Comment, Session
 pytestmark = pytest.mark.django_db
 
 
-def test_comments_come_before_messages_in_an_answer():
-    assert [kind.name for kind in delivery.kinds()] == ["comment", "message"]
+def test_comments_come_before_messages_and_messages_before_file_notices_in_an_answer():
+    assert [kind.name for kind in delivery.kinds()] == ["comment", "message", "file_notice"]
 
 
 @pytest.mark.parametrize(
@@ -93,4 +93,4 @@ def test_what_waits_is_found_through_the_pending_index_not_by_walking_delivered_
             for query in asked.captured_queries:
                 cursor.execute("EXPLAIN QUERY PLAN " + query["sql"])
                 plan = [row[-1] for row in cursor.fetchall() if row[-1].startswith(("SEARCH", "SCAN")) and "sessions_app_session" not in row[-1] and "CONSTANT ROW" not in row[-1]]
-                assert plan and all(re.search(r"INDEX (message|comment)_(pending|offered) ", step) for step in plan), plan
+                assert plan and all(re.search(r"INDEX (message|comment|file_notice)_(pending|offered) ", step) for step in plan), plan

@@ -186,10 +186,16 @@ def hook_env(url, spool, **extra):
     return env
 
 
-def run_hook(url, spool, payload, *args, timeout=30, **env):
+def outside_git(spool):
+    """The test's own folder, where the client runs unless a test says: outside any working tree,
+    so a PreToolUse carries no report of one (relaybay_tree) and bodies compare byte for byte."""
+    return spool.parents[2]
+
+
+def run_hook(url, spool, payload, *args, timeout=30, cwd=None, **env):
     if isinstance(payload, dict):
         payload = json.dumps(payload).encode()
-    return subprocess.run([PYTHON, '-S', str(HOOK)] + list(args), input=payload,
+    return subprocess.run([PYTHON, '-S', str(HOOK)] + list(args), input=payload, cwd=cwd or outside_git(spool),
                           env=hook_env(url, spool, **env), capture_output=True, timeout=timeout)
 
 
@@ -503,7 +509,7 @@ def test_concurrent_calls_replay_each_event_exactly_once_in_order(stub, spool, p
     s = stub(lambda req, i: {'body': {}, 'delay': 0.003})
     own = [event(1000 + k, 'PreToolUse') for k in range(procs)]
     popens = [subprocess.Popen([PYTHON, '-S', str(HOOK)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=outside_git(spool),
                                env=hook_env(s.url, spool)) for _ in range(procs)]
     for p, payload in zip(popens, own):  # start them together: all block on stdin until here
         p.stdin.write(payload)
@@ -623,6 +629,25 @@ def test_a_socket_claude_code_would_not_make_is_not_sent(stub, spool, socket):
     s = stub()
     run_hook(s.url, spool, event(1), CLAUDE_CODE_MESSAGING_SOCKET=socket)
     assert s.requests[0]['body'] == event(1)
+
+
+def test_a_pretooluse_carries_the_working_tree_the_hook_runs_in(stub, spool, tmp_path):
+    # A checkout and a second worktree of it (its .git a file naming the shared git folder).
+    repo, worktree = tmp_path / 'repo', tmp_path / 'wt'
+    repo.mkdir()
+    for args in (['init', '-q'], ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'x'],
+                 ['worktree', 'add', '-q', str(worktree)]):
+        subprocess.run(['git', *args], cwd=repo, check=True, capture_output=True)
+    (worktree / 'src').mkdir()
+    s = stub()
+    run_hook(s.url, spool, event(1, 'PreToolUse', tool_name='Edit'), cwd=worktree / 'src')
+    run_hook(s.url, spool, event(2, 'PostToolUse'), cwd=worktree / 'src')
+    run_hook(s.url, spool, event(3, 'PreToolUse'))
+    first, second, third = (json.loads(request['body']) for request in s.requests)
+    real = lambda path: os.path.realpath(path)  # noqa: E731
+    assert first['relaybay_tree'] == {'cwd': real(worktree / 'src'), 'root': real(worktree), 'repository': real(repo)}
+    assert 'relaybay_tree' not in second  # only a PreToolUse: the event before an edit
+    assert 'relaybay_tree' not in third  # outside any working tree
 
 
 # --------------------------------------------------------------------------- wait mode

@@ -25,7 +25,7 @@ from relaybay_hook.proof import PROCESS_HEADER, process_proof
 from tests.conftest import TOKEN
 from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, free_port, live_relaybay, start_relaybay, stop_relaybay  # noqa: F401  (fixture)
 
-TOOLS = {"message_send", "message_broadcast", "messages_list", "message_ack", "session_link", "sessions_list"}
+TOOLS = {"message_send", "message_broadcast", "messages_list", "message_ack", "session_link", "sessions_list", "files_reserve", "files_release", "files_list"}
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -101,7 +101,7 @@ def pair(live_relaybay, names):
     return alpha, beta
 
 
-async def test_it_lists_the_six_tools_with_descriptions_and_documented_parameters(mcp_session, live_relaybay, tmp_path):
+async def test_it_lists_its_tools_with_descriptions_and_documented_parameters(mcp_session, live_relaybay, tmp_path):
     async with mcp_session(live_relaybay, tmp_path) as mcp:
         tools = {tool.name: tool for tool in (await mcp.list_tools()).tools}
     assert set(tools) == TOOLS

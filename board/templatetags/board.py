@@ -24,6 +24,13 @@ def plain(value):
 
 
 @register.filter
+def visible(value):
+    """Agent text for an attribute (a tooltip): invisible characters written out as U+XXXX;
+    Django's autoescape does the rest."""
+    return pages.visible_text(value)
+
+
+@register.filter
 def ago(moment):
     """A short age (12s, 5m, 3h, 2d) in a <time> element with the exact time as its title;
     static/board/live.js keeps it counting on an open page."""

@@ -144,9 +144,11 @@ class Comments(Deliverable):
 
 @dataclass
 class Delivery:
-    """The items of one hook answer, each (kind, item, block), in the order they are carried."""
+    """The items of one hook answer, each (kind, item, block), in the order they are carried;
+    `budget`: the characters they may take (less than BUDGET when the answer says more)."""
 
     items: list = field(default_factory=list)
+    budget: int = BUDGET
 
     def __bool__(self):
         return bool(self.items)
@@ -165,8 +167,8 @@ class Delivery:
         return "\n\n".join([self.header(), *(block for _, _, block in self.items)])
 
     def fits(self, kind, item, block):
-        """Whether one more whole item keeps the answer, header included, within BUDGET."""
-        return len(Delivery([*self.items, (kind, item, block)]).text()) <= BUDGET
+        """Whether one more whole item keeps the answer, header included, within its budget."""
+        return len(Delivery([*self.items, (kind, item, block)]).text()) <= self.budget
 
     def handles(self):
         return [kind.handle(item) for kind, item, _ in self.items]
@@ -222,13 +224,13 @@ def pending(session_id):
     return tuple(kind for i, kind in enumerate(registered) if any(found[2 * i : 2 * i + 2]))
 
 
-def claim_pending(link, carrier, looking=None, *, confirming=False):
-    """Claim, oldest first, every whole item that fits one answer; `looking` says which kinds
-    are worth a look (all by default). `confirming`: the hook client confirms what it prints.
-    Call inside a transaction."""
+def claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET):
+    """Claim, oldest first, every whole item that fits one answer (within `budget` characters);
+    `looking` says which kinds are worth a look (all by default). `confirming`: the hook client
+    confirms what it prints. Call inside a transaction."""
     now = timezone.now()
     by = f"{carrier} via {link.hook_session}"
-    delivery = Delivery()
+    delivery = Delivery(budget=budget)
     again = set()
     for kind in kinds() if looking is None else looking:
         full = False
@@ -257,8 +259,10 @@ def claim_pending(link, carrier, looking=None, *, confirming=False):
     return delivery
 
 
-def context_answer(event_name, delivery):
-    return HookAnswer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": delivery.text()}}, delivery)
+def context_answer(event_name, delivery, before=""):
+    """additionalContext carrying `delivery`, after `before` (the edit check's warning) if any."""
+    text = "\n\n".join(part for part in (before, delivery.text() if delivery else "") if part)
+    return HookAnswer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}, delivery)
 
 
 def stop_answer(link, looking=None, *, confirming=False, decision="block"):

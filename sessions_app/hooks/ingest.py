@@ -12,16 +12,16 @@ from core.errors import InvalidInput
 from core.pings import ping, wake_waiters
 from core.inputs import check_identifier, clean_json, clean_text
 
-from .. import directory, identity
+from .. import directory, files, identity
 from ..actions import do_update_session, link_started_session
 from ..feed import feed_row, record_events
 from ..models import Event, HookLink, Session, fold_name
-from . import claude_native, delivery, dialects
+from . import claude_native, delivery, dialects, edits
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
 # The model's last answer (Claude Code's and Codex's Stop, Gemini CLI's AfterAgent) may quote a
 # message; the hook client's own fields are not the CLI's.
-NOT_STORED = {"last_assistant_message", "prompt_response", "transcript_path", "relaybay_session", "relaybay_native", dialects.ENGINE_FIELD}
+NOT_STORED = {"last_assistant_message", "prompt_response", "transcript_path", "relaybay_session", "relaybay_native", "relaybay_tree", dialects.ENGINE_FIELD}
 FOREIGN_PROCESS = (
     "relaybay: this hook names a Claude Code session that another running process proves; "
     "relaybay leaves that session alone and delivers nothing here."
@@ -85,11 +85,12 @@ def _clip(value, limit):
 
 
 def stored_fields(payload):
-    """The event's data: the payload without message text (cut before clipping, which would
-    turn a field into a string holding the text) and with long fields clipped."""
+    """The event's data: the payload without message text and file content (cut before
+    clipping, which would turn a field into a string holding the text) and with long fields
+    clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
     fields = [(k, v) for k, v in payload.items() if k not in NOT_STORED]
-    data = claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX]))
+    data = files.without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])))
     data = {k: _clip(v, limit) for k, v in data.items()}
     if len(fields) > STORED_FIELDS_MAX:
         data["relaybay_not_stored"] = f"{len(fields) - STORED_FIELDS_MAX} more fields"
@@ -204,6 +205,10 @@ def _apply_event(link, event_name, payload, now, process):
     if payload.get("transcript_path") and payload["transcript_path"] != link.transcript_path:
         updates["transcript_path"] = payload["transcript_path"]
     updates.update(_native_names(link, payload, feed))
+    updates.update(edits.tree_updates(link, payload))
+    if event_name == "SessionEnd":
+        # Its reservations end with it (docs/rules.md §7.3).
+        feed += files.end_reservations(link, payload.get("reason"), now)
     if updates or _stale(link.last_event_at, now):
         updates["last_event_at"] = now
         HookLink.objects.filter(pk=link.pk).update(**updates)
@@ -228,10 +233,11 @@ def _link(hook_session, dialect, payload, process, now):
     return link, ""
 
 
-def _answer(link, dialect, payload, note, confirming):
+def _answer(link, dialect, payload, note, confirming, check=edits.NOTHING):
     """The hook answer, in the CLI's dialect (dialects.py): the session's identity at its start,
-    else what waits for it, claimed (left offered until the hook client confirms it, when it
-    does: docs/rules.md §2.6)."""
+    else the edit check's denial, else its warning and what waits for the session, claimed
+    within what the warning leaves of the budget (left offered until the hook client confirms
+    it, when it does: docs/rules.md §2.6)."""
     event_name = dialect.event
     if event_name == "SessionStart":
         text = directory.identity_text(link) + (f"\n{note}" if note else "")
@@ -241,15 +247,20 @@ def _answer(link, dialect, payload, note, confirming):
     filled_in = dialects.caller_filled_in(dialect, payload)
     if filled_in:
         return filled_in
+    if check.deny:
+        # The tool does not run; what waits goes with the session's next hook.
+        return check.deny_answer()
+    warned = delivery.context_answer(dialect.name, delivery.Delivery(), before=check.warning) if check.warning else {}
     if not link.carries_deliveries or not (dialect.delivers_context or event_name == "Stop"):
-        return {}
+        return warned
     waiting = delivery.pending(link.session_id)
     if not waiting:
-        return {}
+        return warned
     if event_name == "Stop":
         return delivery.stop_answer(link, waiting, confirming=confirming, decision=dialect.stop_decision)
-    claimed = delivery.claim_pending(link, event_name, waiting, confirming=confirming)
-    return delivery.context_answer(dialect.name, claimed) if claimed else {}
+    room = delivery.BUDGET - (len(check.warning) + 2 if check.warning else 0)
+    claimed = delivery.claim_pending(link, event_name, waiting, confirming=confirming, budget=room)
+    return delivery.context_answer(dialect.name, claimed, before=check.warning) if claimed else warned
 
 
 def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirming=False):
@@ -271,9 +282,12 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
             event.data["relaybay_refused"] = "another running process's session"
             record_events([event])
             return {"systemMessage": FOREIGN_PROCESS} if event_name == "SessionStart" else {}
-        record_events([*_apply_event(link, event_name, payload, now, process), event])
+        feed = _apply_event(link, event_name, payload, now, process)
+        # Before the feed rows are written: the check's own go with them, in the one INSERT.
+        check = edits.check_edit(link, dialect, payload, now, replay=replay, happened_at=spooled_at)
+        record_events([*feed, event, *check.feed])
         traffic = claude_native.read_native(payload)
         if traffic:
             claude_native.report(link, traffic, now)
         # Nobody waits for a replayed event's answer: nothing is delivered through it.
-        return {} if replay else _answer(link, dialect, payload, note, confirming)
+        return {} if replay else _answer(link, dialect, payload, note, confirming, check)
