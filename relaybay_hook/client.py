@@ -185,13 +185,23 @@ def event_mode():
     if status in (401, 403) and _is_session_start(payload):
         notices.append(
             'relaybay refused this session\'s hooks (%s): its token does not match relaybay\'s. '
-            'Print a new config with `manage.py claude_config` and restart the session.' % error_text(status, body))
+            '%s and restart the session.' % (error_text(status, body), env.reconnect_hint()))
     return _answer(None, notices)
 
 
+def stands_aside(args):
+    """A plugin's hook (`--plugin`) in a session whose settings connect it already (their `env`
+    names RELAYBAY_HOOK_CONFIG, as every `claude_config` file does): those hooks report this
+    session, and two reports of each event would deliver twice."""
+    return '--plugin' in args and bool(env.getenv(env.CONFIG_ENV))
+
+
 def main(argv):
+    args = argv[1:]
     try:
-        if len(argv) > 1 and argv[1] == 'wait':
+        if stands_aside(args):
+            code = 0
+        elif args[:1] == ['wait']:
             from relaybay_hook import wait
             code = wait.wait_mode()
         else:

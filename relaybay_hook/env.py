@@ -76,12 +76,25 @@ def clean(value):
     return str(value).replace('\r', '').replace('\n', '').strip()
 
 
+# The values `manage.py connect claude` gives the Claude Code plugin (its userConfig), which
+# Claude Code hands to the plugin's hooks as CLAUDE_PLUGIN_OPTION_<NAME>.
+PLUGIN_URL = 'CLAUDE_PLUGIN_OPTION_URL'
+PLUGIN_TOKEN = 'CLAUDE_PLUGIN_OPTION_TOKEN'
+
+
 def base_url():
-    return setting('RELAYBAY_URL') or DEFAULT_URL
+    return setting('RELAYBAY_URL') or getenv(PLUGIN_URL) or DEFAULT_URL
 
 
 def token():
-    return setting('RELAYBAY_TOKEN') or _token_from_file()
+    return setting('RELAYBAY_TOKEN') or getenv(PLUGIN_TOKEN) or _token_from_file()
+
+
+def reconnect_hint():
+    """What the person runs to give this session's hooks relaybay's current address and token."""
+    if getenv(PLUGIN_URL):
+        return 'Run `manage.py connect claude` again'
+    return 'Print a new config with `manage.py claude_config`'
 
 
 def _token_from_file():

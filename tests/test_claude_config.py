@@ -98,10 +98,11 @@ def test_a_client_path_with_spaces_is_named_quoted_in_the_commands(tmp_path):
     assert TOKEN not in command
 
 
-def test_tool_events_match_every_tool():
+def test_pre_tool_use_runs_before_every_tool_and_post_tool_use_only_after_send_message():
     config, _ = claude_config()
     assert config["hooks"]["PreToolUse"][0]["matcher"] == "*"
-    assert config["hooks"]["PostToolUse"][0]["matcher"] == "*"
+    # The one tool whose result relaybay reads: a hook process per tool call, not two.
+    assert config["hooks"]["PostToolUse"][0]["matcher"] == "SendMessage"
 
 
 def test_stop_also_runs_the_wake_up_client_with_async_rewake():

@@ -12,15 +12,19 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from core.private_files import write_private
+from sessions_app.hooks.claude_native import SEND_TOOL
 from relaybay_hook.wait import DEFAULT_WAIT
 
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
 MCP_HEADERS_HELPER = Path(settings.BASE_DIR) / "bin" / "relaybay-mcp-headers"
 # Notification: a recipient's terminal asking its user to approve a native message (docs/rules.md §4.9).
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Notification", "Stop", "SessionEnd")
-# PreToolUse/PostToolUse match tool names ("*": every tool). SessionStart and SessionEnd
-# match the source or reason, where "" matches all; UserPromptSubmit and Stop take none.
-MATCHERS = {"PreToolUse": "*", "PostToolUse": "*", "SessionStart": "", "SessionEnd": ""}
+# PreToolUse/PostToolUse match tool names. PreToolUse runs before every tool ("*"): deliveries
+# reach the model there and edits are checked. PostToolUse runs only after the tool whose
+# result relaybay reads, Claude Code's SendMessage (docs/rules.md §4.9): a hook process per
+# tool call instead of two (docs/benchmarks.md). SessionStart and SessionEnd match the source or
+# reason, where "" matches all; UserPromptSubmit and Stop take none.
+MATCHERS = {"PreToolUse": "*", "PostToolUse": SEND_TOOL, "SessionStart": "", "SessionEnd": ""}
 # A command hook posts with a 10 s bound of its own (then spools); Claude Code's limit
 # only guards against a stuck interpreter.
 COMMAND_TIMEOUT = 30
