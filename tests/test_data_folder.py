@@ -76,7 +76,7 @@ def test_make_run_on_a_fresh_data_folder_under_umask_022_leaves_it_readable_by_i
         found = modes(data_dir)
         # The database's WAL files exist while the server has it open: SQLite made them.
         for name in ("relaybay.sqlite3", "relaybay.sqlite3-wal", "relaybay.sqlite3-shm", "token", "secret-key",
-                     "owner-password", "address", "claude.json", "private-agent.json", "hook-config"):  # fmt: skip
+                     "owner-password", "address", "private-agent.json", "hook-config"):  # fmt: skip
             assert name in found, name
         assert not_private(data_dir) == {}
     finally:

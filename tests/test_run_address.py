@@ -1,6 +1,6 @@
 """One address: `make run` records where it serves, and every command uses it when
-RELAYBAY_URL is not set; the start-up output says where the token-holding config is, and
-shows the owner's password only once."""
+RELAYBAY_URL is not set; the start-up output gives the one line that connects every Claude Code
+session, and shows the owner's password only once."""
 
 import json
 import os
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from tests.e2e.claude_cli import claude_bin
 from tests.live_server import MANAGE, REPO_ROOT, free_port
 
 NOT_PASSED = ("RELAYBAY_URL", "RELAYBAY_HOST", "RELAYBAY_PORT", "RELAYBAY_TOKEN", "DATABASE_URL", "REDIS_URL", "RELAYBAY_DATA")
@@ -81,16 +82,21 @@ def test_commands_without_relaybay_url_reach_the_port_make_run_serves(make_run):
         time.sleep(0.1)
 
 
-def test_start_up_output_says_where_the_private_claude_config_is(make_run):
+def test_start_up_output_gives_the_one_line_that_connects_every_session_and_it_does(make_run, tmp_path):
     data_dir, port, log = make_run
-    claude_file = data_dir / "claude.json"
-    assert oct(claude_file.stat().st_mode & 0o777) == "0o600"
-    shown = log.read_text()
-    assert f"claude --settings {claude_file} --mcp-config {claude_file}" in shown
-    assert f"RELAYBAY_URL=http://127.0.0.1:{port}" in Path(json.loads(claude_file.read_text())["env"]["RELAYBAY_HOOK_CONFIG"]).read_text()
-    # git ignores the data folder, where the file lives
-    ignored = subprocess.run(["git", "check-ignore", "-q", "data/claude.json"], cwd=REPO_ROOT)
-    assert ignored.returncode == 0
+    [line] = [line.strip() for line in log.read_text().splitlines() if "manage.py connect claude" in line]
+    assert line == ".venv/bin/python manage.py connect claude"
+    # The line as printed (the CLI named, as it is on a person's PATH), in a fresh HOME.
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, *line.split()[1:], "--cli", claude_bin()],
+        cwd=REPO_ROOT, env={**command_env(data_dir), "HOME": str(home)}, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"reaches relaybay at http://127.0.0.1:{port}" in done.stdout
+    options = json.loads((home / ".claude" / "settings.json").read_text())["pluginConfigs"]["relaybay@relaybay-local"]["options"]
+    assert options["url"] == f"http://127.0.0.1:{port}"
 
 
 @pytest.mark.django_db

@@ -5,7 +5,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from core.private_files import write_private
-from sessions_app.management.commands.claude_config import connect_line, hook_settings, mcp_config, write_private_config
+
+# What make run prints to connect every Claude Code session (README, "Connect Claude Code").
+CONNECT_LINE = ".venv/bin/python manage.py connect claude"
 
 
 def client_address(host, port):
@@ -22,8 +24,8 @@ def client_address(host, port):
 class Command(BaseCommand):
     help = (
         "Run by `make run` before it serves: make sure an owner account exists, record the address relaybay "
-        "serves at (data/address, used by every command when RELAYBAY_URL is not set), write a Claude Code "
-        "config for it (data/claude.json, readable by its owner only), and say how to log in and connect. "
+        "serves at (data/address, used by every command when RELAYBAY_URL is not set), and say how to log in "
+        "and connect Claude Code. "
         "The agents' token (data/token) and the owner token (data/owner-token) are made with the settings when missing."
     )
 
@@ -50,11 +52,6 @@ class Command(BaseCommand):
 
         address = client_address(settings.RELAYBAY_HOST, settings.RELAYBAY_PORT)
         write_private(settings.RELAYBAY_ADDRESS_FILE, address + "\n")
-        token = settings.RELAYBAY_TOKEN
-        config = hook_settings(url=address, token=token)
-        config.update(mcp_config(url=address, token=token))
-        claude_file = write_private_config(settings.DATA_DIR / "claude.json", config)
-        ignored = "; git ignores data/" if claude_file.parent == (settings.BASE_DIR / "data").resolve() else ""
         self.stdout.write(
             "\n".join(
                 [
@@ -64,9 +61,9 @@ class Command(BaseCommand):
                     f"The agents' token, for hooks and MCP: kept in {settings.DATA_DIR / 'token'} (or set RELAYBAY_TOKEN).",
                     f"The owner token, for your scripts and manage.py commands (never give it to a session): kept in "
                     f"{settings.DATA_DIR / 'owner-token'} (or set RELAYBAY_OWNER_TOKEN).",
-                    f"Connect Claude Code (the config holds the token: {claude_file}, readable by you only{ignored}):",
-                    f"  {connect_line(claude_file)}",
-                    "A session with a name of its own (see README):",
+                    "Connect every Claude Code session (once, in another terminal while relaybay runs; again after a new port):",
+                    f"  {CONNECT_LINE}",
+                    "One session or a headless worker with a config of its own (see README):",
                     f"  .venv/bin/python manage.py claude_config --session my-agent --output {settings.DATA_DIR / 'my-agent.json'}",
                     "",
                 ]
