@@ -113,10 +113,29 @@ def _answer(body, notices):
     return 0
 
 
-def event_mode():
+# The CLIs whose hooks the client posts (docs/rules.md §1.6); Claude Code's hooks name none.
+ENGINES = ('claude-code', 'codex', 'gemini')
+
+
+def engine_of(args):
+    """The CLI named by `--engine NAME` (the hook commands `manage.py connect` writes for Codex
+    and Gemini CLI), or None."""
+    for i, arg in enumerate(args):
+        if arg == '--engine' and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith('--engine='):
+            return arg[9:]
+    return None
+
+
+def event_mode(engine=None):
     payload = sys.stdin.buffer.read()
     if not payload.strip():
         return 0
+    if engine in ENGINES:
+        payload = with_field(payload, b'relaybay_engine', b'"' + engine.encode() + b'"')
+    elif engine is not None:
+        err('--engine %s is not one of %s: the event is posted as Claude Code\'s' % (engine, ', '.join(ENGINES)))
     name = env.session_name()
     if name and b'SessionStart' in payload:
         payload = with_session_name(payload, name)
@@ -205,7 +224,7 @@ def main(argv):
             from relaybay_hook import wait
             code = wait.wait_mode()
         else:
-            code = event_mode()
+            code = event_mode(engine_of(args))
     except Exception as exc:
         err('internal error: %s: %s' % (exc.__class__.__name__, exc))
         code = 0

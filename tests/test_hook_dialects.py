@@ -135,8 +135,10 @@ def test_gemini_before_tool_fills_in_the_session_for_relaybay_tools_and_only_tho
     gemini(hook, "SessionStart", "gm-3", cwd="/work/docs")
     mcp = {"server_name": "relaybay", "tool_name": "message_send", "url": "http://127.0.0.1:8000/mcp"}
     answer = gemini(hook, "BeforeTool", "gm-3", tool_name="mcp_relaybay_message_send", tool_input={"to": "x", "body": "hi", "hook_session": "someone-else"}, mcp_context=mcp)
-    # The CLI's id replaces the one the model wrote.
-    assert answer == {"hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": {"hook_session": "gm-3"}}}
+    # The call's arguments come back whole (Gemini takes them as the call's), with the CLI's id
+    # in place of the one the model wrote.
+    filled_in = {"to": "x", "body": "hi", "hook_session": "gm-3"}
+    assert answer == {"hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": filled_in}}
     listing = {**mcp, "tool_name": "sessions_list"}
     assert gemini(hook, "BeforeTool", "gm-3", tool_name="mcp_relaybay_sessions_list", tool_input={}, mcp_context=listing) == {}
     other = {**mcp, "server_name": "github"}

@@ -85,14 +85,16 @@ def dialect_of(payload):
 
 
 def caller_filled_in(dialect, payload):
-    """Gemini CLI's BeforeTool answer for a call of relaybay's own MCP tools: the session's id
-    merged into the call's arguments as `hook_session`, so the MCP server knows which session
-    calls (Gemini's MCP requests name none). The id is the CLI's, replacing any the model wrote.
+    """Gemini CLI's BeforeTool answer for a call of relaybay's own MCP tools: the call's
+    arguments with the session's id as `hook_session`, so the MCP server knows which session
+    calls (Gemini's MCP requests name none). Gemini takes the answer's `tool_input` as the
+    call's whole arguments (seen, 0.61.0). The id is the CLI's, replacing any the model wrote.
     None for every other payload."""
     if dialect.engine != Engine.GEMINI or dialect.name != "BeforeTool":
         return None
     mcp = payload.get("mcp_context") if isinstance(payload.get("mcp_context"), dict) else {}
-    tool = mcp.get("tool_name")
-    if mcp.get("server_name") != MCP_SERVER or not isinstance(tool, str) or tool not in NAMES_CALLER:
+    tool, arguments = mcp.get("tool_name"), payload.get("tool_input")
+    if mcp.get("server_name") != MCP_SERVER or not isinstance(tool, str) or tool not in NAMES_CALLER or not isinstance(arguments, dict):
         return None
-    return {"hookSpecificOutput": {"hookEventName": dialect.name, "tool_input": {"hook_session": payload["session_id"]}}}
+    filled_in = {**arguments, "hook_session": payload["session_id"]}
+    return {"hookSpecificOutput": {"hookEventName": dialect.name, "tool_input": filled_in}}

@@ -49,13 +49,17 @@ def hook_python():
     return real if real and Path(real).is_file() else str(Path(found).resolve())
 
 
+def hook_config_path(values):
+    """Where hook_config_file keeps `values`, and the file's text: nothing is written."""
+    text = "".join(f"{name}={value}\n" for name, value in values.items() if value not in (None, ""))
+    return Path(settings.DATA_DIR) / "hook-config" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.conf", text
+
+
 def hook_config_file(values):
     """The hook client's configuration (NAME=value lines, the token among them) as a file in
     relaybay's data folder, readable by its owner only; one file per distinct configuration."""
-    text = "".join(f"{name}={value}\n" for name, value in values.items() if value not in (None, ""))
-    folder = Path(settings.DATA_DIR) / "hook-config"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.conf"
+    path, text = hook_config_path(values)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
     if not path.exists() or path.read_text() != text:
         write_private(path, text)
     return path

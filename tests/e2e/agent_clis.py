@@ -1,0 +1,123 @@
+"""Run the real Codex CLI and Gemini CLI offline, against the scripted servers of cli_models.py,
+each in a throwaway HOME (and CODEX_HOME), connected to relaybay with `manage.py connect`.
+
+The binaries come from the npm packages `make test` installs into the repository root
+(`@openai/codex`, `@google/gemini-cli`, pinned in package.json); a missing one fails the test.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.live_server import MANAGE, REPO_ROOT, server_env
+
+CODEX_BIN = REPO_ROOT / "node_modules/.bin/codex"
+GEMINI_BIN = REPO_ROOT / "node_modules/.bin/gemini"
+# Any key works against the scripted servers.
+OPENAI_KEY = "sk-test-relaybay-codex"
+GEMINI_KEY = "test-relaybay-gemini"
+
+
+def binary(path):
+    if not path.is_file():
+        raise AssertionError(f"{path} is missing: run `make test`, which installs the CLIs pinned in package.json.")
+    return str(path)
+
+
+def base_env(home, extra=None):
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "TERM": "xterm-256color",
+    }
+    env.update(extra or {})
+    return env
+
+
+class Codex:
+    """Codex CLI with its own CODEX_HOME, its model provider the scripted Responses server."""
+
+    def __init__(self, home, model_url):
+        self.home = Path(home)
+        self.codex_home = self.home / ".codex"
+        self.codex_home.mkdir(parents=True, exist_ok=True)
+        self.model_url = model_url
+        config = self.codex_home / "config.toml"
+        if not config.exists():
+            config.write_text(
+                '# the person\'s own settings, which connect keeps\nmodel = "gpt-5-fake"\nmodel_provider = "fake"\n\n'
+                "[model_providers.fake]\n"
+                f'name = "fake"\nbase_url = "{model_url}/v1"\nenv_key = "FAKE_OPENAI_KEY"\nwire_api = "responses"\n'
+            )
+
+    def env(self, extra=None):
+        return base_env(self.home, {"CODEX_HOME": str(self.codex_home), "FAKE_OPENAI_KEY": OPENAI_KEY, **(extra or {})})
+
+    def exec(self, prompt, *, cwd, resume=None, extra_env=None, timeout=120, trust_hooks=True):
+        """One turn, `codex exec` (or `codex exec resume ID`), with hooks run as if trusted when
+        `trust_hooks` (the flag Codex gives tests; a person trusts them once in /hooks)."""
+        args = [binary(CODEX_BIN), "exec"]
+        if resume:
+            args += ["resume", resume]
+        args += ["--skip-git-repo-check"]
+        if trust_hooks:
+            args.append("--dangerously-bypass-hook-trust")
+        args.append(prompt)
+        done = subprocess.run(args, cwd=cwd, env=self.env(extra_env), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, f"codex exited {done.returncode}\nstdout: {done.stdout[-3000:]}\nstderr: {done.stderr[-3000:]}"
+        return done
+
+    @staticmethod
+    def session_id(done):
+        """The session id `codex exec` prints in its header."""
+        for line in done.stderr.splitlines() + done.stdout.splitlines():
+            if line.startswith("session id:"):
+                return line.split(":", 1)[1].strip()
+        raise AssertionError(f"codex printed no session id:\n{done.stderr[-2000:]}")
+
+
+class Gemini:
+    """Gemini CLI with its own HOME, its API the scripted Gemini server."""
+
+    def __init__(self, home, model_url):
+        self.home = Path(home)
+        self.model_url = model_url
+        settings = self.home / ".gemini" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        if not settings.exists():
+            # The person's own settings, which connect keeps: offline with an API key.
+            settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}, "ui": {"theme": "Default"}}, indent=2))
+
+    def env(self, extra=None):
+        return base_env(
+            self.home,
+            {"GEMINI_API_KEY": GEMINI_KEY, "GOOGLE_GEMINI_BASE_URL": self.model_url, "GEMINI_CLI_TRUST_WORKSPACE": "true", **(extra or {})},
+        )
+
+    def run(self, prompt, *, cwd, resume=None, session_id=None, extra_env=None, timeout=150):
+        """One turn, `gemini -p` (with `--resume ID` or `--session-id ID`)."""
+        args = [binary(GEMINI_BIN), "-p", prompt, "--output-format", "json"]
+        if resume:
+            args += ["--resume", resume]
+        if session_id:
+            args += ["--session-id", session_id]
+        done = subprocess.run(args, cwd=cwd, env=self.env(extra_env), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, f"gemini exited {done.returncode}\nstdout: {done.stdout[-3000:]}\nstderr: {done.stderr[-3000:]}"
+        return done
+
+
+def manage_as(live, home, *args, codex_home=None, check=True):
+    """`manage.py ARGS` as the person whose HOME (and CODEX_HOME) is given, against the live
+    server's data folder and token."""
+    env = server_env(live.process.relaybay_data, live.token, RELAYBAY_URL=live.url, HOME=str(home))
+    if codex_home is not None:
+        env["CODEX_HOME"] = str(codex_home)
+    else:
+        env.pop("CODEX_HOME", None)
+    done = subprocess.run([sys.executable, str(MANAGE), *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+    if check:
+        assert done.returncode == 0, f"manage.py {' '.join(args)} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
