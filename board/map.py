@@ -39,6 +39,7 @@ class Node:
     name: str
     session_id: int | None
     css: str
+    engine: str = ""
     x: float = 0
     y: float = 0
     label_x: float = 0
@@ -179,7 +180,7 @@ def draw(task=None, shared_files=False):
             nodes[key] = Node(key, names.get(key, key), None, "gone")
         else:
             exactness, state = directory.link_state(row)
-            nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state}".strip())
+            nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state} {row.engine}".strip(), row.get_engine_display())
     scale = _scale(len(nodes))
     size = _layout(list(nodes.values()), scale)
     drawn = [Edge(nodes[s], nodes[t], n, channel) for s, t, n, _, _, channel in edges if s in nodes and t in nodes and s != t]

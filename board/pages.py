@@ -102,7 +102,10 @@ def decorate_sessions(sessions):
         session.board_name = session.name
         session.exactness, session.state = directory.link_state(session)
         session.why_not = directory.why_not_deliverable(session)
-        session.messages_wait = directory.WAKE_CAP_WAIT if directory.arrival(session) == directory.Arrival.CAPPED else ""
+        when = directory.arrival(session)
+        session.messages_wait = directory.WAKE_CAP_WAIT if when == directory.Arrival.CAPPED else ""
+        # Codex and Gemini CLI have no hook that waits while a session is idle (docs/rules.md §1.6).
+        session.not_woken = directory.UNWAKEABLE_WAIT if when == directory.Arrival.UNWAKEABLE else ""
         session.unread = unread.get(session.pk, 0)
     return sessions
 

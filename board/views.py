@@ -56,6 +56,7 @@ def _run(request, write, success):
 def sessions_list(request):
     state = request.GET.get("state", "")
     kind = request.GET.get("kind", "")
+    engine = request.GET.get("engine", "")
     text = clean_text(request.GET.get("q", "")).strip()
     task = task_param(request)
 
@@ -65,6 +66,8 @@ def sessions_list(request):
             sessions = SESSION_STATES[state](sessions)
         if kind in Session.Kind.values:
             sessions = sessions.filter(kind=kind)
+        if engine in Session.Engine.values:
+            sessions = sessions.filter(engine=engine)
         if task:
             sessions = sessions.filter(task=task)
         if text:
@@ -79,14 +82,16 @@ def sessions_list(request):
             "page": page,
             "sessions": pages.decorate_sessions(page.object_list),
             "refused_hooks": directory.refused_hooks_recently(timezone.now()),
+            "unheard": directory.unheard_sessions_recently(timezone.now()),
         }
 
     context = {
         "section": "sessions",
         "tasks": Task.objects.all(),
         "kinds": Session.Kind.values,
+        "engines": Session.Engine.choices,
         "states": list(SESSION_STATES),
-        "filters": {"state": state, "kind": kind, "q": text, "task": task},
+        "filters": {"state": state, "kind": kind, "engine": engine, "q": text, "task": task},
     }
     return render_board(request, "sessions_app/sessions.html", {"sessions-rows": rows}, context)
 

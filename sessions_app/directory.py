@@ -18,7 +18,7 @@ from core.inputs import check_identifier, is_identifier_text, parse_id
 
 from . import identity
 from .hooks.claude_native import socket_path
-from .models import HookLink, RefusedHooks, Session, SessionName, Task, fold_name
+from .models import HookLink, RefusedHooks, Session, SessionName, Task, UnheardSession, fold_name
 
 HANDLE_RE = re.compile(r"^S-([0-9]+)$")
 NAME_MAX = 200
@@ -446,3 +446,13 @@ REFUSED_HOOKS_RECENT = timedelta(hours=1)
 def refused_hooks_recently(now):
     """The streak of refused hook calls if the last one is recent, else None."""
     return RefusedHooks.objects.filter(pk=1, last_at__gte=now - REFUSED_HOOKS_RECENT).first()
+
+
+# How long the board warns about a session whose CLI named it in MCP calls while none of its
+# hooks arrived (docs/rules.md §1.6).
+UNHEARD_RECENT = timedelta(days=1)
+
+
+def unheard_sessions_recently(now):
+    """The sessions that called relaybay's MCP tools lately while none of their hooks arrived."""
+    return list(UnheardSession.objects.filter(last_at__gte=now - UNHEARD_RECENT)[:20])
