@@ -54,15 +54,16 @@ def plugin_mcp():
     (alwaysLoad). The stdio server (claude_config's default) is a Python process that imports
     the MCP SDK, and `claude -p` waits for it before its first request: about 2 s a session
     start, against 0.15 s for the http server (docs/benchmarks.md). The headersHelper sends the
-    claude process's proof once per connection; it runs with Claude Code's own environment, so
-    it is started by the python3 on PATH."""
+    claude process's proof once per connection; it runs with Claude Code's own environment (not
+    the plugin's options), so it is started by the python3 on PATH."""
     return {
         "mcpServers": {
             "relaybay": {
                 "type": "http",
                 "url": "${user_config.url}/mcp",
                 "headers": {"Authorization": "Bearer ${user_config.token}"},
-                "headersHelper": f'python3 -S "{CHECKOUT}/bin/relaybay-mcp-headers"',
+                # Claude Code runs it in the plugin's folder, without CLAUDE_PLUGIN_ROOT.
+                "headersHelper": "python3 -S ../../../../bin/relaybay-mcp-headers",
                 "alwaysLoad": True,
             }
         }

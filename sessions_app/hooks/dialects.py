@@ -85,16 +85,27 @@ def dialect_of(payload):
 
 
 def caller_filled_in(dialect, payload):
-    """Gemini CLI's BeforeTool answer for a call of relaybay's own MCP tools: the call's
-    arguments with the session's id as `hook_session`, so the MCP server knows which session
-    calls (Gemini's MCP requests name none). Gemini takes the answer's `tool_input` as the
-    call's whole arguments (seen, 0.61.0). The id is the CLI's, replacing any the model wrote.
-    None for every other payload."""
-    if dialect.engine != Engine.GEMINI or dialect.name != "BeforeTool":
+    """The answer before a call of relaybay's own MCP tools: the call's arguments with the
+    session's id as `hook_session`, so the MCP server knows which session calls. The id is the
+    CLI's, replacing any the model wrote. None for every other payload.
+
+    Gemini CLI's BeforeTool: Gemini's MCP requests name no session, and it takes the answer's
+    `tool_input` as the call's whole arguments (seen, 0.61.0). Claude Code's PreToolUse of
+    `mcp__<server>__<tool>` where the server's name ends in "relaybay" (`relaybay`, or the
+    plugin's `plugin_relaybay_relaybay`): Claude Code runs the tool with the answer's
+    `updatedInput` (seen, 2.1.328). The plugin's http MCP server gets no process proof (Claude
+    Code gives a plugin's headersHelper no CLAUDE_CODE_MESSAGING_TOKEN), so this is how it learns
+    the caller; for the other entries it agrees with the proof."""
+    arguments = payload.get("tool_input")
+    if dialect.engine == Engine.GEMINI and dialect.name == "BeforeTool":
+        mcp = payload.get("mcp_context") if isinstance(payload.get("mcp_context"), dict) else {}
+        server, tool, field = mcp.get("server_name"), mcp.get("tool_name"), "tool_input"
+    elif dialect.engine == Engine.CLAUDE_CODE and dialect.name == "PreToolUse" and str(payload.get("tool_name")).startswith("mcp__"):
+        server, _, tool = payload["tool_name"][len("mcp__"):].rpartition("__")
+        server, field = (MCP_SERVER if server.endswith(MCP_SERVER) else server), "updatedInput"
+    else:
         return None
-    mcp = payload.get("mcp_context") if isinstance(payload.get("mcp_context"), dict) else {}
-    tool, arguments = mcp.get("tool_name"), payload.get("tool_input")
-    if mcp.get("server_name") != MCP_SERVER or not isinstance(tool, str) or tool not in NAMES_CALLER or not isinstance(arguments, dict):
+    if server != MCP_SERVER or not isinstance(tool, str) or tool not in NAMES_CALLER or not isinstance(arguments, dict):
         return None
     filled_in = {**arguments, "hook_session": payload["session_id"]}
-    return {"hookSpecificOutput": {"hookEventName": dialect.name, "tool_input": filled_in}}
+    return {"hookSpecificOutput": {"hookEventName": dialect.name, field: filled_in}}
