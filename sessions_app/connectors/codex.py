@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 
 from sessions_app.connectors import ConnectError
-from sessions_app.connectors.config_files import change, hook_command, is_relaybay_hook, read
+from sessions_app.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
 from sessions_app.management.commands.claude_config import COMMAND_TIMEOUT
 
 ENGINE = "codex"
@@ -105,7 +105,14 @@ def with_block(path, text, target):
             "then run this again. Nothing was changed."
         )
     joined = (rest if not rest or rest.endswith("\n") else rest + "\n") + ("\n" if rest.strip() else "") + mcp_block(target)
-    parsed_toml(path, joined)
+    try:
+        tomllib.loads(joined)
+    except tomllib.TOMLDecodeError as error:
+        raise ConnectError(
+            f"relaybay's [mcp_servers.relaybay] table cannot go at the end of {path} as it is ({error}): is "
+            "mcp_servers written inline there? Write it as [mcp_servers.NAME] tables, then run this again. "
+            "Nothing was changed."
+        ) from None
     return joined if rest.strip() else mcp_block(target)
 
 
@@ -129,9 +136,8 @@ def connect(target):
     config_text = read(config_path)
     toml = with_block(config_path, config_text or "", target)
     command = hook_command(target, ENGINE)
-    updated = json.dumps(relaybay_hooks(hooks, command), indent=2) + "\n"
-    if hooks_text is not None and relaybay_hooks(hooks, command) == hooks:
-        updated = hooks_text
+    wanted = relaybay_hooks(hooks, command)
+    updated = hooks_text if hooks_text is not None and wanted == hooks else json_text(hooks_path, wanted)
     change(target, hooks_path, hooks_text, updated, f"relaybay's hooks for {', '.join(EVENTS)}")
     change(target, config_path, config_text, toml, f"relaybay's MCP server [mcp_servers.relaybay] at {target.url}/mcp")
     verb = "Would connect" if target.dry_run else "Connected"
@@ -150,7 +156,7 @@ def disconnect(target):
     hooks_text, hooks = read_hooks(hooks_path)
     if hooks_text is not None:
         kept = relaybay_hooks(hooks)
-        after = None if not kept else (hooks_text if kept == hooks else json.dumps(kept, indent=2) + "\n")
+        after = None if not kept else (hooks_text if kept == hooks else json_text(hooks_path, kept))
         change(target, hooks_path, hooks_text, after, "relaybay's hooks taken out")
     config_text = read(config_path)
     if config_text is not None:

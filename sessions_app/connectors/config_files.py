@@ -8,6 +8,7 @@ with the token masked, and writes nothing.
 """
 
 import difflib
+import json
 import shlex
 from pathlib import Path
 
@@ -45,13 +46,30 @@ def read(path):
         return None
 
 
+def backup_path(path):
+    return path.with_name(path.name + ".relaybay-backup")
+
+
+def json_text(path, wanted):
+    """The text to write for the JSON object `wanted`: the kept copy's own text when it holds
+    the same (a disconnect gives the file back as it was, spacing and all), else `wanted`
+    written out."""
+    kept = read(backup_path(path))
+    try:
+        if kept is not None and json.loads(kept) == wanted:
+            return kept
+    except ValueError:
+        pass
+    return json.dumps(wanted, indent=2) + "\n"
+
+
 def change(target, path, before, after, what):
     """Make `path` hold `after` (None: no file), knowing it holds `before`; `what` says what
     changes, as the person reads it. Whether anything changed."""
     if after == before:
         target.say(f"  {path}: nothing to change ({what} as wanted already)")
         return False
-    backup = path.with_name(path.name + ".relaybay-backup")
+    backup = backup_path(path)
     if target.dry_run:
         target.say(f"  would change {path}: {what}")
         diff = difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(), str(path), f"{path} (new)", lineterm="")

@@ -10,7 +10,7 @@ by its description; `disconnect` takes out exactly those. Everything else in the
 import json
 
 from sessions_app.connectors import ConnectError
-from sessions_app.connectors.config_files import change, hook_command, is_relaybay_hook, read
+from sessions_app.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
 from sessions_app.management.commands.claude_config import COMMAND_TIMEOUT
 
 ENGINE = "gemini"
@@ -103,7 +103,7 @@ def connect(target):
             "then run this again. Nothing was changed."
         )
     wanted = relaybay_settings(config, target, hook_command(target, ENGINE))
-    after = text if text is not None and wanted == config else json.dumps(wanted, indent=2) + "\n"
+    after = text if text is not None and wanted == config else json_text(path, wanted)
     change(target, path, text, after, f"relaybay's hooks for {', '.join(EVENTS)} and its MCP server at {target.url}/mcp")
     verb = "Would connect" if target.dry_run else "Connected"
     target.say(
@@ -121,6 +121,6 @@ def disconnect(target):
     text, config = read_settings(path)
     if text is not None:
         kept = relaybay_settings(config)
-        change(target, path, text, text if kept == config else json.dumps(kept, indent=2) + "\n", "relaybay's hooks and MCP server taken out")
+        change(target, path, text, text if kept == config else json_text(path, kept), "relaybay's hooks and MCP server taken out")
     verb = "Would disconnect" if target.dry_run else "Disconnected"
     target.say(f"{verb} Gemini CLI: relaybay's hooks and MCP server are gone from {path}; everything else is as it was.")

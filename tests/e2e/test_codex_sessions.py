@@ -151,3 +151,21 @@ def test_a_codex_session_whose_hooks_are_not_trusted_is_flagged_on_the_board(rel
     model.add_steps(text("trusted now"))
     codex.exec("again", cwd=folder, resume=hook_session)
     assert query(relaybay, "select count(*) from sessions_app_unheardsession")[0][0] == 0
+
+
+@pytest.mark.embedded_only  # the person's files and the CLI's reading of them: no database in it
+def test_disconnect_leaves_codex_as_it_was_and_its_sessions_unconnected(relaybay, model, tmp_path, folder):
+    cli = Codex(tmp_path / "home", model.url)
+    config = cli.codex_home / "config.toml"
+    before = config.read_text()
+    dry = manage_as(relaybay, cli.home, "connect", "codex", "--dry-run", codex_home=cli.codex_home).stdout
+    assert "+[mcp_servers.relaybay]" in dry and relaybay.token not in dry
+    assert config.read_text() == before and not (cli.codex_home / "hooks.json").exists()
+    manage_as(relaybay, cli.home, "connect", "codex", codex_home=cli.codex_home)
+    manage_as(relaybay, cli.home, "disconnect", "codex", codex_home=cli.codex_home)
+    assert config.read_text() == before and not (cli.codex_home / "hooks.json").exists()
+    # Codex runs as before: the person's provider still answers, and relaybay hears nothing.
+    model.add_steps(text("on my own"))
+    done = cli.exec("hello", cwd=folder)
+    assert session_row(relaybay, Codex.session_id(done)) is None
+    assert not any(name.startswith("mcp__relaybay") for name in model.tool_names(model.requests[0]))

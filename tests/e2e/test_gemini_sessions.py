@@ -130,3 +130,18 @@ def test_relaybay_tools_are_offered_and_a_message_from_gemini_is_verified(relayb
     assert (sender, bool(verified)) == (folder.name, True)
     events = json.dumps(query(relaybay, "select data from sessions_app_event"))
     assert "gemini-says-hello-41" not in events
+
+
+@pytest.mark.embedded_only  # the person's files and the CLI's reading of them: no database in it
+def test_disconnect_leaves_gemini_as_it_was_and_its_sessions_unconnected(relaybay, model, tmp_path, folder):
+    cli = Gemini(tmp_path / "home", model.url)
+    path = cli.home / ".gemini" / "settings.json"
+    before = path.read_text()
+    manage_as(relaybay, cli.home, "connect", "gemini")
+    assert json.loads(path.read_text())["mcpServers"]["relaybay"]["trust"] is True
+    manage_as(relaybay, cli.home, "disconnect", "gemini")
+    assert path.read_text() == before
+    model.add_steps(text("on my own"))
+    cli.run("hello", cwd=folder)
+    assert links_of(relaybay, folder) == []
+    assert not any(name.startswith("mcp_relaybay") for name in model.tool_names(model.requests[0]))

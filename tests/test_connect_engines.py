@@ -1,0 +1,228 @@
+"""`manage.py connect codex|gemini` and `disconnect codex|gemini` (sessions_app/connectors/codex.py,
+gemini.py; docs/rules.md §1.6): relaybay's hooks and MCP server go into the person's Codex and
+Gemini CLI configuration beside everything else, with the file as it was kept beside it; a second
+connect changes nothing; a dry run writes nothing and shows no token; disconnect takes out exactly
+what connect added; a file relaybay cannot read back, or a server of the same name it did not
+write, stops it before anything is written. The real CLIs read what connect writes in
+tests/e2e/test_codex_sessions.py and test_gemini_sessions.py."""
+
+import json
+import stat
+import tomllib
+
+import pytest
+
+from sessions_app.connectors import ConnectError, Target, codex, gemini
+
+TOKEN = "agents-token-5e5e"
+URL = "http://127.0.0.1:8123"
+
+PERSONS_TOML = """\
+# my Codex settings
+model = "gpt-5"  # the one I like
+approval_policy = "on-request"
+
+[mcp_servers.github]
+command = "github-mcp"
+args = ["--stdio"]
+
+[profiles.fast]
+model = "gpt-5-mini"
+"""
+PERSONS_HOOKS = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+PERSONS_SETTINGS = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "lint-check"}]}]},
+    "mcpServers": {"github": {"command": "github-mcp"}},
+}
+
+
+@pytest.fixture(autouse=True)
+def data_folder(settings, tmp_path):
+    # The hook client's configuration file goes into relaybay's data folder: a throwaway one.
+    settings.DATA_DIR = tmp_path / "data"
+    settings.DATA_DIR.mkdir()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".gemini").mkdir()
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    return home
+
+
+def target(home, *, dry_run=False, token=TOKEN, said=None):
+    return Target(url=URL, token=token, home=home, cli=None, dry_run=dry_run, say=(said.append if said is not None else lambda line: None))
+
+
+def private(path):
+    return stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+# --- Codex ---------------------------------------------------------------------------------
+
+
+def test_connect_codex_adds_its_hooks_and_server_beside_the_persons_and_keeps_a_copy(home):
+    config, hooks = home / ".codex" / "config.toml", home / ".codex" / "hooks.json"
+    config.write_text(PERSONS_TOML)
+    hooks.write_text(json.dumps(PERSONS_HOOKS))
+    said = []
+    codex.connect(target(home, said=said))
+
+    text = config.read_text()
+    # The person's file, comments included, comes first and unchanged.
+    assert text.startswith(PERSONS_TOML)
+    parsed = tomllib.loads(text)
+    assert parsed["mcp_servers"]["github"] == {"command": "github-mcp", "args": ["--stdio"]}
+    assert parsed["mcp_servers"]["relaybay"] == {"url": f"{URL}/mcp", "http_headers": {"Authorization": f"Bearer {TOKEN}"}}
+    written = json.loads(hooks.read_text())["hooks"]
+    assert written["Stop"][0] == PERSONS_HOOKS["hooks"]["Stop"][0]
+    assert set(written) == set(codex.EVENTS)
+    command = written["SessionStart"][0]["hooks"][0]["command"]
+    assert command.startswith("RELAYBAY_HOOK_CONFIG=") and command.endswith("bin/relaybay-hook --engine codex")
+    # The file holds the token: readable by its owner only; the files as they were are kept.
+    assert private(config) and private(hooks)
+    assert (home / ".codex" / "config.toml.relaybay-backup").read_text() == PERSONS_TOML
+    assert json.loads((home / ".codex" / "hooks.json.relaybay-backup").read_text()) == PERSONS_HOOKS
+    # The trust step cannot be missed.
+    assert any("/hooks" in line and "trust" in line for line in said), said
+
+
+def test_connect_codex_twice_changes_nothing_and_a_new_token_replaces_the_old(home):
+    codex.connect(target(home))
+    config, hooks = home / ".codex" / "config.toml", home / ".codex" / "hooks.json"
+    first = (config.read_text(), hooks.read_text())
+    said = []
+    codex.connect(target(home, said=said))
+    assert (config.read_text(), hooks.read_text()) == first
+    assert sum("nothing to change" in line for line in said) == 2
+    codex.connect(target(home, token="a-rotated-token"))
+    parsed = tomllib.loads(config.read_text())
+    assert parsed["mcp_servers"]["relaybay"]["http_headers"]["Authorization"] == "Bearer a-rotated-token"
+    assert config.read_text().count("[mcp_servers.relaybay]") == 1
+    assert len(json.loads(hooks.read_text())["hooks"]["Stop"]) == 1
+
+
+def test_a_codex_dry_run_writes_nothing_and_shows_no_token(home, settings):
+    config = home / ".codex" / "config.toml"
+    config.write_text(PERSONS_TOML)
+    said = []
+    codex.connect(target(home, dry_run=True, said=said))
+    assert config.read_text() == PERSONS_TOML
+    assert not (home / ".codex" / "hooks.json").exists() and not (home / ".codex" / "config.toml.relaybay-backup").exists()
+    assert not (settings.DATA_DIR / "hook-config").exists()
+    shown = "\n".join(said)
+    assert "+[mcp_servers.relaybay]" in shown and "would change" in shown
+    assert TOKEN not in shown and "<the agents' token>" in shown
+
+
+def test_disconnect_codex_leaves_the_persons_files_as_they_were(home):
+    config, hooks = home / ".codex" / "config.toml", home / ".codex" / "hooks.json"
+    config.write_text(PERSONS_TOML)
+    # Written the person's way: disconnect gives back the text, not only the same object.
+    hooks.write_text(json.dumps(PERSONS_HOOKS, separators=(",", ":")))
+    codex.connect(target(home))
+    codex.disconnect(target(home))
+    assert config.read_text() == PERSONS_TOML
+    assert hooks.read_text() == json.dumps(PERSONS_HOOKS, separators=(",", ":"))
+    # A second disconnect finds nothing of relaybay's.
+    codex.disconnect(target(home))
+    assert config.read_text() == PERSONS_TOML
+
+
+def test_disconnect_codex_removes_the_files_connect_made(home):
+    codex.connect(target(home))
+    codex.disconnect(target(home))
+    assert not (home / ".codex" / "config.toml").exists() and not (home / ".codex" / "hooks.json").exists()
+
+
+def test_codex_home_is_where_codex_home_says(home, tmp_path, monkeypatch):
+    elsewhere = tmp_path / "codex-elsewhere"
+    monkeypatch.setenv("CODEX_HOME", str(elsewhere))
+    codex.connect(target(home))
+    assert (elsewhere / "config.toml").exists() and not (home / ".codex" / "config.toml").exists()
+
+
+@pytest.mark.parametrize(
+    "toml, hooks, phrase",
+    [
+        ("model = \n", None, "is not valid TOML"),
+        ('[mcp_servers.relaybay]\nurl = "http://elsewhere/mcp"\n', None, "that relaybay did not write"),
+        ('mcp_servers = { github = { command = "x" } }\n', None, "is mcp_servers written inline"),
+        (None, "{not json", "is not valid JSON"),
+        (None, '["hooks"]', "is not a hooks file"),
+        (None, '{"hooks": []}', "is not a hooks file"),
+    ],
+)
+def test_connect_codex_refuses_what_it_cannot_read_back_and_writes_nothing(home, toml, hooks, phrase):
+    config, hooks_path = home / ".codex" / "config.toml", home / ".codex" / "hooks.json"
+    if toml is not None:
+        config.write_text(toml)
+    if hooks is not None:
+        hooks_path.write_text(hooks)
+    with pytest.raises(ConnectError, match=phrase):
+        codex.connect(target(home))
+    assert (config.read_text() if config.exists() else None) == toml
+    assert (hooks_path.read_text() if hooks_path.exists() else None) == hooks
+    assert not list((home / ".codex").glob("*.relaybay-backup"))
+
+
+# --- Gemini CLI ----------------------------------------------------------------------------
+
+
+def test_connect_gemini_adds_its_hooks_and_server_beside_the_persons_and_keeps_a_copy(home):
+    path = home / ".gemini" / "settings.json"
+    path.write_text(json.dumps(PERSONS_SETTINGS))
+    gemini.connect(target(home))
+    written = json.loads(path.read_text())
+    assert written["security"] == PERSONS_SETTINGS["security"]
+    assert written["mcpServers"]["github"] == {"command": "github-mcp"}
+    server = written["mcpServers"]["relaybay"]
+    assert (server["httpUrl"], server["headers"], server["trust"]) == (f"{URL}/mcp", {"Authorization": f"Bearer {TOKEN}"}, True)
+    assert written["hooks"]["BeforeTool"][0] == PERSONS_SETTINGS["hooks"]["BeforeTool"][0]
+    assert set(written["hooks"]) == set(gemini.EVENTS)
+    ours = written["hooks"]["AfterTool"][-1]
+    assert ours["matcher"] == "*" and ours["hooks"][0]["name"] == "relaybay" and ours["hooks"][0]["timeout"] == 30000
+    assert ours["hooks"][0]["command"].endswith("bin/relaybay-hook --engine gemini")
+    assert private(path) and json.loads((home / ".gemini" / "settings.json.relaybay-backup").read_text()) == PERSONS_SETTINGS
+
+
+def test_connect_gemini_twice_changes_nothing_and_disconnect_leaves_the_file_as_it_was(home):
+    path = home / ".gemini" / "settings.json"
+    original = json.dumps(PERSONS_SETTINGS, indent=4)
+    path.write_text(original)
+    gemini.connect(target(home))
+    once = path.read_text()
+    gemini.connect(target(home))
+    assert path.read_text() == once
+    gemini.disconnect(target(home))
+    assert path.read_text() == original
+
+
+def test_a_gemini_dry_run_writes_nothing_and_shows_no_token(home):
+    path = home / ".gemini" / "settings.json"
+    path.write_text(json.dumps(PERSONS_SETTINGS))
+    said = []
+    gemini.connect(target(home, dry_run=True, said=said))
+    assert json.loads(path.read_text()) == PERSONS_SETTINGS
+    shown = "\n".join(said)
+    assert '"httpUrl"' in shown and TOKEN not in shown
+
+
+@pytest.mark.parametrize(
+    "text, phrase",
+    [
+        ('{"ui": {} // my theme\n}', "is not plain JSON"),
+        ("[1, 2]", "does not hold a JSON object"),
+        ('{"hooks": ["x"]}', '"hooks" that is not an object'),
+        ('{"mcpServers": {"relaybay": {"command": "my-own-relaybay"}}}', "that relaybay did not write"),
+    ],
+)
+def test_connect_gemini_refuses_what_it_cannot_read_back_and_writes_nothing(home, text, phrase):
+    path = home / ".gemini" / "settings.json"
+    path.write_text(text)
+    with pytest.raises(ConnectError, match=phrase):
+        gemini.connect(target(home))
+    assert path.read_text() == text and not (home / ".gemini" / "settings.json.relaybay-backup").exists()
