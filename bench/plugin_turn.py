@@ -6,8 +6,8 @@ The real Claude Code CLI (the pinned npm package) against the scripted model ser
 relaybay (daphne, SQLite) on a throwaway data folder. Each case has a HOME of its own:
   bare              no relaybay at all
   plugin            `manage.py connect claude`: the plugin as shipped (command hooks, PostToolUse
-                    for SendMessage only, relaybay's http MCP server with alwaysLoad)
-  tools deferred    the same plugin without alwaysLoad: the model sees the tools' names only
+                    for SendMessage only, relaybay's http MCP server, its tools deferred)
+  tools whole       the same with alwaysLoad: every tool's schema in every request
   http tool hooks   PreToolUse as a Claude Code http hook (no process per tool call)
   stdio MCP         the stdio MCP server (claude_config's default) instead of the http server
   hooks only        the plugin's hooks without its MCP server
@@ -57,8 +57,8 @@ def edit_json(path, change):
     path.write_text(json.dumps(data, indent=2))
 
 
-def deferred(plugin):
-    edit_json(plugin / ".mcp.json", lambda d: d["mcpServers"]["relaybay"].pop("alwaysLoad"))
+def always_load(plugin):
+    edit_json(plugin / ".mcp.json", lambda d: d["mcpServers"]["relaybay"].update(alwaysLoad=True))
 
 
 def http_tool_hooks(url, token):
@@ -81,7 +81,7 @@ def http_tool_hooks(url, token):
 def stdio_mcp(plugin):
     """The checkout's stdio MCP server (claude_config's default) instead of the http server."""
     edit_json(plugin / ".mcp.json", lambda d: d["mcpServers"].update(relaybay={
-        "type": "stdio", "command": sys.executable, "args": ["-m", "mcp_server.stdio"], "alwaysLoad": True,
+        "type": "stdio", "command": sys.executable, "args": ["-m", "mcp_server.stdio"],
         "env": {"RELAYBAY_URL": "${user_config.url}", "RELAYBAY_TOKEN": "${user_config.token}", "PYTHONPATH": str(REPO_ROOT)},
     }))  # fmt: skip
 
@@ -118,7 +118,7 @@ def main():
             def cli_env(home):
                 return {**claude_env(model.url, home, cwd=project), "PATH": f"{Path(claude_bin()).parent}:/usr/bin:/bin"}
 
-            homes = {name: workdir / "homes" / name for name in ("bare", "plugin", "tools deferred", "http tool hooks", "stdio MCP", "hooks only")}
+            homes = {name: workdir / "homes" / name for name in ("bare", "plugin", "tools whole", "http tool hooks", "stdio MCP", "hooks only")}
             for home in homes.values():
                 home.mkdir(parents=True)
                 cli_env(home)  # prepares HOME/.claude.json
@@ -130,7 +130,7 @@ def main():
                 (homes["plugin"] / ".claude" / "settings.json").read_text()
             )["pluginConfigs"]["relaybay@relaybay-local"]["options"]
             values["token"] = server.token
-            for name, change in (("tools deferred", deferred), ("http tool hooks", http_tool_hooks(server.url, server.token)), ("stdio MCP", stdio_mcp), ("hooks only", hooks_only)):
+            for name, change in (("tools whole", always_load), ("http tool hooks", http_tool_hooks(server.url, server.token)), ("stdio MCP", stdio_mcp), ("hooks only", hooks_only)):
                 install(homes[name], cli_env, variant(workdir, name.replace(" ", "-"), change), values)
 
             kinds = {f"{TOOL_CALLS} tool calls": TOOL_CALLS, "text only": 0}

@@ -50,21 +50,22 @@ def plugin_hooks():
 
 
 def plugin_mcp():
-    """.mcp.json: relaybay's own http MCP server at /mcp, its tools offered with the others
-    (alwaysLoad). The stdio server (claude_config's default) is a Python process that imports
-    the MCP SDK, and `claude -p` waits for it before its first request: about 2 s a session
-    start, against 0.15 s for the http server (docs/benchmarks.md). The headersHelper sends the
-    claude process's proof once per connection; it runs with Claude Code's own environment (not
-    the plugin's options), so it is started by the python3 on PATH."""
+    """.mcp.json: relaybay's own http MCP server at /mcp, its tools deferred (the model sees
+    their names and loads one with ToolSearch when it needs it).
+
+    Both choices are measured (bench/plugin_turn.py, docs/hook-client.md). The stdio server
+    (claude_config's default) is a Python process that imports the MCP SDK, and `claude -p`
+    waits for it before its first request: about 2 s a session start, against a fraction of
+    that for the http server. Offered whole (`alwaysLoad`), the tools' schemas add about
+    4,000 tokens to every request of every session; deferred, about 500. The headersHelper
+    would send the claude process's proof, but Claude Code gives a plugin's helper no messaging
+    token: the PreToolUse hook names the caller instead (dialects.caller_filled_in)."""
     return {
         "mcpServers": {
             "relaybay": {
                 "type": "http",
                 "url": "${user_config.url}/mcp",
                 "headers": {"Authorization": "Bearer ${user_config.token}"},
-                # Claude Code runs it in the plugin's folder, without CLAUDE_PLUGIN_ROOT.
-                "headersHelper": "python3 -S ../../../../bin/relaybay-mcp-headers",
-                "alwaysLoad": True,
             }
         }
     }
