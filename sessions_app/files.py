@@ -6,6 +6,7 @@ The rules that run on every edit are statements built once (core/compiled.py) an
 an edit with nothing to say costs three statements (bench/edit_collisions.py, docs/benchmarks.md).
 """
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from core.compiled import compiled
+from core.compiled import Statement, compiled
 from core.errors import ErrorCode, InvalidInput, Refused
 from core.inputs import clean_text
 from core.pings import ping
@@ -156,6 +157,46 @@ def holding(place, session_id, now):
     over the file, exclusive ones first."""
     held = [r for r in _held_in(place.root, now) if r.session_id != session_id and paths.matches(r.pattern, place.relative)]
     return sorted(held, key=lambda r: (not r.exclusive, r.expires_at))
+
+
+# --- Anything to look at? ---------------------------------------------------------------------
+
+
+@functools.cache
+def _others_statements(vendor):
+    """Whether another live session edited a file (its `file_key`) within the window, and whether
+    another live session holds a reservation in force in its tree: the conditions of the two
+    rules above, each as a statement compiled once."""
+    others_edits = Statement(
+        lambda file_key, since, session_id: FileEdit.objects.filter(file_key=file_key, last_at__gte=since, session_id__in=_live_sessions())
+        .exclude(session_id=session_id)
+        .order_by()
+        .values_list("pk")[:1],
+        (str, datetime, int),
+    )
+    others_held = Statement(
+        lambda root, now, session_id: FileReservation.objects.filter(root=root, ended_at=None, expires_at__gt=now, session_id__in=_live_sessions())
+        .exclude(session_id=session_id)
+        .order_by()
+        .values_list("pk")[:1],
+        (str, datetime, int),
+    )
+    return others_edits, others_held
+
+
+def others_there(place, session_id, now):
+    """(another live session edited the file lately, another holds reservations in its tree), asked
+    by every edit in one statement, as delivery.pending asks what waits: most edits find neither,
+    and the rules (collisions, holding) run only for what it finds."""
+    statements = _others_statements(connection.vendor)
+    values = [(place.file_key, window_start(now), session_id), (place.root, now, session_id)]
+    if not all(statement.proves(asked) for statement, asked in zip(statements, values)):
+        return True, True  # values the statements are not proven for: the rules decide
+    sql = "SELECT " + ", ".join(f"EXISTS({statement.sql})" for statement in statements)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [param for statement, asked in zip(statements, values) for param in statement.params(asked)])
+        edited, held = cursor.fetchone()
+    return bool(edited), bool(held)
 
 
 # --- Writing an edit -------------------------------------------------------------------------

@@ -94,7 +94,8 @@ def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None):
 
 
 def _check_place(check, link, tool, place, now):
-    held = files.holding(place, link.session_id, now)
+    edited_there, held_there = files.others_there(place, link.session_id, now)
+    held = files.holding(place, link.session_id, now) if held_there else []
     holders = Session.objects.in_bulk({r.session_id for r in held}) if held else {}
     exclusive = [r for r in held if r.exclusive]
     if exclusive:
@@ -115,7 +116,7 @@ def _check_place(check, link, tool, place, now):
         )
         ping("files")
         return
-    found = files.collisions(place, link.session_id, now)
+    found = files.collisions(place, link.session_id, now) if edited_there else files.Collisions()
     files.record_edit(place, session_id=link.session_id, hook_session=link.hook_session, tool=tool, now=now)
     if found.other_trees:
         ping("files")  # the board's "may conflict when merged": nobody is interrupted
