@@ -232,7 +232,10 @@ def main():
             print(f"  {name}: median {figures['median']:.3f} ms  p90 {figures['p90']:.3f} ms  (bound < {CHECK_BOUND_MS} ms: {met})")
         else:
             print(f"  {name}: {figures}")
-    write_json(args.json, {"backend": args.backend, "old": old, "server_time": timed, "ratios": ratios, "check": checked})
+    write_json(
+        args.json,
+        {"backend": args.backend, "old": old, "rounds": args.rounds, "sessions": args.sessions, "edits": args.edits, "server_time": timed, "ratios": ratios, "check": checked},
+    )
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ def plan(quick):
         ("hook_latency_pg", "bench/hook_latency.py", ["--backend", "pg", "--rounds", "40" if q else "150", "--spawns", "3" if q else "10", "--fresh", "10" if q else "50"]),
         ("hook_queries", "bench/hook_queries.py", ["--runs", "100" if q else "300"]),
         ("hook_queries_pg", "bench/hook_queries.py", ["--backend", "pg", "--runs", "60" if q else "200"]),
+        ("edit_collisions", "bench/edit_collisions.py", ["--rounds", "60" if q else "400", "--edits", "100" if q else "1000", "--checks", "50" if q else "300"]),
+        ("edit_collisions_pg", "bench/edit_collisions.py", ["--backend", "pg", "--rounds", "40" if q else "200", "--edits", "100" if q else "1000", "--checks", "50" if q else "200"]),
         ("serving", "bench/serving.py", ["--rounds", "40" if q else "200", "--duration", "2" if q else "3", "--repeats", "1" if q else "3"]),
         ("throughput", "bench/throughput.py", ["--groups", "sqlite:1@;pg:1 2@" if q else THROUGHPUT_GROUPS,
                                                "--duration", "3" if q else "4", "--repeats", "1" if q else "3", "--warmup", "2"]),
@@ -161,6 +163,18 @@ def summary_rows(r):
         p = b["ping"].get("send→refetched")
         if p:
             rows.append(("Board ping → fragment refetched (send → swapped, Chromium)", f"**{ms(p[0])}**", "≤ 300 ms", met(p[0] <= 300)))
+    for key, label in (("edit_collisions", "SQLite"), ("edit_collisions_pg", "PostgreSQL + Redis")):
+        e = r.get(key)
+        if not e:
+            continue
+        t, x = e["server_time"], e["ratios"]["edit"]
+        rows.append((f"PreToolUse Edit with no collision, server time ÷ the same hook on the code without the edit check ({label}, side by side)",
+                     f"{ms(t['new edit']['median'])} ÷ {ms(t['old edit']['median'])} = **{x:.2f}×** (Bash: {e['ratios']['bash']:.2f}×)",
+                     "≤ 1.1×", met(x <= 1.1, f"{x / 1.1:.2f}× the bound")))
+        check = e["check"]
+        worst = max(v["median"] for v in check.values() if isinstance(v, dict))
+        rows.append((f"Collision check, {e['sessions']} live sessions × {e['edits']:,} recent edits ({check['stored edits']:,} stored), {label}: slowest of the rules and the whole check",
+                     f"**{ms(worst)}**", "< 5 ms", met(worst < 5)))
     return rows
 
 

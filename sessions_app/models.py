@@ -410,7 +410,7 @@ class FileNotice(models.Model):
         EDITING = "editing"
         BROKEN = "broken"
 
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="file_notices", db_index=False)  # file_notice_pending leads with it
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="file_notices")
     kind = models.CharField(max_length=10, choices=Kind)
     other = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     other_name = models.CharField(max_length=200, blank=True, help_text="The other session's name, as it went by then")

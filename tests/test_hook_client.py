@@ -557,11 +557,14 @@ def test_empty_stdin_does_nothing(stub, spool):
 
 def test_hot_path_imports_stay_light(stub, spool):
     s = stub()
-    r = subprocess.run([PYTHON, '-S', '-X', 'importtime', str(HOOK)], input=event(1), capture_output=True, timeout=30,
+    # A PreToolUse, run in this checkout (a working tree): the path that reports the tree.
+    r = subprocess.run([PYTHON, '-S', '-X', 'importtime', str(HOOK)], input=event(1, 'PreToolUse'), capture_output=True, timeout=30,
+                       cwd=HOOK.parent.parent,
                        env=hook_env(s.url, spool, CLAUDE_CODE_MESSAGING_TOKEN='secret', CLAUDE_CODE_MESSAGING_SOCKET='/tmp/cc-socks/1.sock'))
     assert r.stdout == b'{}'
     imported = {line.split('|')[-1].strip() for line in r.stderr.decode().splitlines()
                 if line.startswith('import time:')}
+    assert 'relaybay_hook.tree' in imported and 'relaybay_tree' in s.requests[0]['body'].decode()
     heavy = {'socket', 'json', 're', 'os', 'ssl', 'email', 'http', 'http.client',
              'urllib', 'urllib.request', 'encodings.idna', 'fcntl', 'hashlib'}
     assert not imported & heavy, imported & heavy
