@@ -204,8 +204,14 @@ def event_mode(engine=None):
     if status in (401, 403) and _is_session_start(payload):
         notices.append(
             'relaybay refused this session\'s hooks (%s): its token does not match relaybay\'s. '
-            '%s and restart the session.' % (error_text(status, body), env.reconnect_hint()))
+            '%s and restart the session.' % (error_text(status, body), _reconnect_hint(engine)))
     return _answer(None, notices)
+
+
+def _reconnect_hint(engine):
+    if engine in ('codex', 'gemini'):
+        return 'Run `manage.py connect %s` again' % engine
+    return env.reconnect_hint()
 
 
 def stands_aside(args):

@@ -867,3 +867,24 @@ def test_the_token_can_come_from_a_file(stub, spool, tmp_path):
     r = run_hook(s.url, spool, event(1), RELAYBAY_TOKEN='', RELAYBAY_TOKEN_FILE=token_file)
     assert r.returncode == 0
     assert s.requests[0]['headers']['authorization'] == 'Bearer from-a-file'
+
+
+def test_the_engine_a_hook_command_names_goes_with_every_event(stub, spool):
+    # Codex's and Gemini CLI's hooks run `relaybay-hook --engine codex|gemini` (docs/rules.md §1.6).
+    s = stub()
+    payload = event(1, 'BeforeAgent', prompt='hi')
+    assert run_hook(s.url, spool, payload, '--engine', 'gemini').returncode == 0
+    sent = json.loads(s.requests[0]['body'])
+    assert sent['relaybay_engine'] == 'gemini' and {k: v for k, v in sent.items() if k != 'relaybay_engine'} == json.loads(payload)
+    run_hook(s.url, spool, event(2), '--engine=codex')
+    assert json.loads(s.requests[1]['body'])['relaybay_engine'] == 'codex'
+    # An engine the client does not know is said on stderr, and the event goes as Claude Code's.
+    r = run_hook(s.url, spool, event(3), '--engine', 'vim')
+    assert b'--engine vim is not one of' in r.stderr and s.requests[2]['body'] == event(3)
+
+
+def test_a_refused_token_at_a_codex_start_says_to_connect_codex_again(stub, spool):
+    s = stub(lambda req, i: {'status': 401, 'body': {'detail': 'wrong token'}})
+    r = run_hook(s.url, spool, event(0, 'SessionStart', source='startup'), '--engine', 'codex')
+    said = json.loads(r.stdout)['systemMessage']
+    assert 'wrong token' in said and '`manage.py connect codex` again' in said
