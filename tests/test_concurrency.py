@@ -62,3 +62,23 @@ def test_parallel_stop_hooks_block_at_most_three_times_per_turn(live_relaybay):
     assert sum(1 for answer in answers if answer.get("decision") == "block") == 3
     delivered = [item for answer in answers for item in delivered_ids(answer)]
     assert len(delivered) == len(set(delivered)) == 6
+
+
+def test_two_sessions_editing_one_file_at_the_same_moment_are_never_both_unwarned(live_relaybay, tmp_path):
+    # Each pair of edits runs at once, on the database's own terms (SQLite's one writer,
+    # PostgreSQL's concurrent transactions): the later one sees the earlier and is warned.
+    from tests.file_personas import edit_payload
+    from tests.scale_out import parallel
+
+    folder = tmp_path.resolve()
+    for name in ("edit-left", "edit-right"):
+        live_relaybay.start_session(f"hook-{name}", name, cwd=str(folder))
+    for i in range(12):
+        path = folder / f"module_{i}.py"
+        calls = [
+            (lambda who=who: post_json(live_relaybay.url, live_relaybay.token, "/hooks", edit_payload(f"hook-{who}", folder, path)))
+            for who in ("edit-left", "edit-right")
+        ]
+        answers = [answer for status, answer in parallel(calls, 2)]
+        warned = [answer for answer in answers if "another live session's file too" in answer.get("hookSpecificOutput", {}).get("additionalContext", "")]
+        assert len(warned) == 1, (i, answers)

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from core.pings import ping
 
-from .. import files, paths
+from .. import directory, files, paths
 from ..feed import feed_row
 from ..models import FileNotice, Session
 from .delivery import Deliverable
@@ -94,6 +94,9 @@ def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None):
 
 
 def _check_place(check, link, tool, place, now):
+    # Two sessions' edits of one file on two processes take turns (PostgreSQL; SQLite's writers
+    # already do): each sees the other's, so one of the two is warned, never neither.
+    directory.serialize_on("file", place.file_key)
     edited_there, held_there = files.others_there(place, link.session_id, now)
     held = files.holding(place, link.session_id, now) if held_there else []
     holders = Session.objects.in_bulk({r.session_id for r in held}) if held else {}
