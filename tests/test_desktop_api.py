@@ -73,7 +73,10 @@ def test_an_edge_to_an_unknown_session_is_a_clear_error(api):
     assert not Event.objects.filter(name="session.message").exists()
 
 
+@pytest.mark.django_db(transaction=True)
 def test_every_route_needs_the_token(client):
+    # Committed as a server commits: the wake-up poll's refusal is tallied on a database thread,
+    # which would wait out SQLite's lock behind an open test transaction holding the tally row.
     for method, path in [("post", "/api/desktop"), ("post", "/api/desktop/edge"), ("post", "/api/message_send"), ("get", "/api/messages_list"), ("post", "/api/message_ack"), ("post", "/api/session_link"), ("get", "/api/sessions_list"), ("get", "/api/hooks/wait"), ("post", "/api/hooks"), ("post", "/api/relay")]:
         response = getattr(client, method)(path, data=json.dumps({}) if method == "post" else None, content_type="application/json")
         assert response.status_code == 401, path
