@@ -164,18 +164,19 @@ def holding(place, session_id, now):
 
 @functools.cache
 def _others_statements(vendor):
-    """Whether another live session edited a file (its `file_key`) within the window, and whether
-    another live session holds a reservation in force in its tree: the conditions of the two
-    rules above, each as a statement compiled once."""
+    """Whether another session edited a file (its `file_key`) within the window, and whether
+    another holds a reservation in force in its tree: the rules above without their last
+    conditions (the session live, the glob matching), so each is one index lookup, compiled once.
+    What they find, the rules decide."""
     others_edits = Statement(
-        lambda file_key, since, session_id: FileEdit.objects.filter(file_key=file_key, last_at__gte=since, session_id__in=_live_sessions())
+        lambda file_key, since, session_id: FileEdit.objects.filter(file_key=file_key, last_at__gte=since)
         .exclude(session_id=session_id)
         .order_by()
         .values_list("pk")[:1],
         (str, datetime, int),
     )
     others_held = Statement(
-        lambda root, now, session_id: FileReservation.objects.filter(root=root, ended_at=None, expires_at__gt=now, session_id__in=_live_sessions())
+        lambda root, now, session_id: FileReservation.objects.filter(root=root, ended_at=None, expires_at__gt=now)
         .exclude(session_id=session_id)
         .order_by()
         .values_list("pk")[:1],
@@ -184,19 +185,27 @@ def _others_statements(vendor):
     return others_edits, others_held
 
 
-def others_there(place, session_id, now):
-    """(another live session edited the file lately, another holds reservations in its tree), asked
-    by every edit in one statement, as delivery.pending asks what waits: most edits find neither,
-    and the rules (collisions, holding) run only for what it finds."""
+def others_questions(place, session_id, now):
+    """Whether another live session edited the file lately, and whether another holds reservations
+    in its tree: two questions (the SQL of a subquery and its parameters) that every edit asks,
+    in the statement of delivery.pending_and when its hook asks what waits too. Most edits find
+    neither, and the rules (collisions, holding) run only for what they find. None for values
+    the statements are not proven for: then the rules decide."""
     statements = _others_statements(connection.vendor)
     values = [(place.file_key, window_start(now), session_id), (place.root, now, session_id)]
     if not all(statement.proves(asked) for statement, asked in zip(statements, values)):
-        return True, True  # values the statements are not proven for: the rules decide
-    sql = "SELECT " + ", ".join(f"EXISTS({statement.sql})" for statement in statements)
+        return None
+    return [(statement.sql, statement.params(asked)) for statement, asked in zip(statements, values)]
+
+
+def others_there(questions):
+    """The answers to others_questions, asked on their own."""
+    if questions is None:
+        return True, True
+    sql = "SELECT " + ", ".join(f"EXISTS({question})" for question, _ in questions)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [param for statement, asked in zip(statements, values) for param in statement.params(asked)])
-        edited, held = cursor.fetchone()
-    return bool(edited), bool(held)
+        cursor.execute(sql, [param for _, params in questions for param in params])
+        return tuple(bool(answer) for answer in cursor.fetchone())
 
 
 # --- Writing an edit -------------------------------------------------------------------------

@@ -349,10 +349,11 @@ class FileEdit(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["session", "path_key"], name="file_edit_once")]
         indexes = [
-            # Who edited this file, or its relative path in another tree, lately: every edit asks.
-            models.Index(fields=["file_key", "last_at"], name="file_edit_by_file"),
-            # A session's files, newest first, and the recent edits of the live sessions.
-            models.Index(fields=["session", "-last_at"], name="file_edit_by_session"),
+            # Who edited this file, or its relative path in another tree: every edit asks. A file
+            # has a row per session that edited it, so its times are read from the rows; an
+            # index holding them would be rewritten by every edit (file_edit_once leads with the
+            # session, for a session's files and the live sessions' edits).
+            models.Index(fields=["file_key"], name="file_edit_by_file"),
         ]
 
     def __str__(self):

@@ -45,15 +45,15 @@ class Place:
     root: str
     repository: str
 
-    @property
+    @functools.cached_property
     def relative(self):
         return relative_to(self.path, self.root)
 
-    @property
+    @functools.cached_property
     def path_key(self):
         return digest(self.path)
 
-    @property
+    @functools.cached_property
     def file_key(self):
         """The same for the same relative path in every tree of one repository: another
         worktree's or clone's edit of it may conflict when merged."""

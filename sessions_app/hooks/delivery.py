@@ -214,14 +214,33 @@ def pending(session_id):
     Every hook asks, and mostly hears no, so it is one statement, compiled once from the
     kinds' querysets because building it with the ORM each time costs more than the database
     takes to answer it."""
+    return pending_and(session_id)[0]
+
+
+def pending_and(session_id, questions=()):
+    """pending(), and the answers to `questions` asked in the same statement: each the SQL of a
+    subquery and its parameters, true when it finds a row (the edit check's, sessions_app/hooks/edits.py,
+    so an edit with nothing to say costs its hook no statement of its own)."""
     registered = kinds()
     now = timezone.now()
     if not _pending_statements(registered, connection.vendor)[0].proves((session_id,)):
-        return tuple(kind for kind in registered if kind.waiting(session_id, now).exists())
+        waiting = tuple(kind for kind in registered if kind.waiting(session_id, now).exists())
+        return waiting, tuple(_exists(sql, params) for sql, params in questions)
+    sql, params = pending_sql(session_id, now)
+    for question, asked in questions:
+        sql += f", EXISTS({question})"
+        params += asked
     with connection.cursor() as cursor:
-        cursor.execute(*pending_sql(session_id, now))
+        cursor.execute(sql, params)
         found = cursor.fetchone()
-    return tuple(kind for i, kind in enumerate(registered) if any(found[2 * i : 2 * i + 2]))
+    waiting = tuple(kind for i, kind in enumerate(registered) if any(found[2 * i : 2 * i + 2]))
+    return waiting, tuple(bool(answer) for answer in found[2 * len(registered) :])
+
+
+def _exists(sql, params):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS({sql})", params)
+        return bool(cursor.fetchone()[0])
 
 
 def claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET):

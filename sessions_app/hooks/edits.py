@@ -21,6 +21,7 @@ from core.pings import ping
 from .. import directory, files, paths
 from ..feed import feed_row
 from ..models import FileNotice, Session
+from . import delivery
 from .delivery import Deliverable
 
 # What one warning lists at most; the rest are counted. Keeps a warning well inside one answer.
@@ -58,11 +59,13 @@ def _reservation(reservation, now):
 @dataclass
 class EditCheck:
     """What the check of one PreToolUse decided: a denial's reason, or a warning for the model
-    (either may be empty), and the feed rows of what happened, for the hook to write."""
+    (either may be empty), and the feed rows of what happened, for the hook to write;
+    `pending`: what waits for the session, when the check asked it for the hook."""
 
     deny: str = ""
     warning: str = ""
     feed: list = field(default_factory=list)
+    pending: tuple | None = None
 
     def deny_answer(self):
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": self.deny}}
@@ -71,10 +74,11 @@ class EditCheck:
 NOTHING = EditCheck()
 
 
-def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None):
+def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None, ask_pending=False):
     """The edit check of one hook event (a PreToolUse of one of its CLI's edit tools; any other
     passes). A replayed one is long past: its edit is noted at the time it was spooled, nothing
-    answered."""
+    answered. `ask_pending`: the hook will ask what waits for the session; the check asks it
+    with its own questions, in one statement (EditCheck.pending)."""
     if dialect.event != "PreToolUse":
         return NOTHING
     tool = payload.get("tool_name")
@@ -89,15 +93,19 @@ def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None):
         return NOTHING
     check = EditCheck()
     for place in places:
-        _check_place(check, link, tool, place, now)
+        _check_place(check, link, tool, place, now, ask_pending)
     return check
 
 
-def _check_place(check, link, tool, place, now):
+def _check_place(check, link, tool, place, now, ask_pending):
     # Two sessions' edits of one file on two processes take turns (PostgreSQL; SQLite's writers
     # already do): each sees the other's, so one of the two is warned, never neither.
     directory.serialize_on("file", place.file_key)
-    edited_there, held_there = files.others_there(place, link.session_id, now)
+    questions = files.others_questions(place, link.session_id, now)
+    if ask_pending and check.pending is None and questions is not None:
+        check.pending, (edited_there, held_there) = delivery.pending_and(link.session_id, questions)
+    else:
+        edited_there, held_there = files.others_there(questions)
     held = files.holding(place, link.session_id, now) if held_there else []
     holders = Session.objects.in_bulk({r.session_id for r in held}) if held else {}
     exclusive = [r for r in held if r.exclusive]

@@ -233,6 +233,11 @@ def _link(hook_session, dialect, payload, process, now):
     return link, ""
 
 
+def _delivers(link, dialect):
+    """Whether this hook's answer may carry what waits for the session (docs/rules.md §2.2)."""
+    return link.carries_deliveries and (dialect.delivers_context or dialect.event == "Stop")
+
+
 def _answer(link, dialect, payload, note, confirming, check=edits.NOTHING):
     """The hook answer, in the CLI's dialect (dialects.py): the session's identity at its start,
     else the edit check's denial, else its warning and what waits for the session, claimed
@@ -251,9 +256,9 @@ def _answer(link, dialect, payload, note, confirming, check=edits.NOTHING):
         # The tool does not run; what waits goes with the session's next hook.
         return check.deny_answer()
     warned = delivery.context_answer(dialect.name, delivery.Delivery(), before=check.warning) if check.warning else {}
-    if not link.carries_deliveries or not (dialect.delivers_context or event_name == "Stop"):
+    if not _delivers(link, dialect):
         return warned
-    waiting = delivery.pending(link.session_id)
+    waiting = check.pending if check.pending is not None else delivery.pending(link.session_id)
     if not waiting:
         return warned
     if event_name == "Stop":
@@ -284,7 +289,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
             return {"systemMessage": FOREIGN_PROCESS} if event_name == "SessionStart" else {}
         feed = _apply_event(link, event_name, payload, now, process)
         # Before the feed rows are written: the check's own go with them, in the one INSERT.
-        check = edits.check_edit(link, dialect, payload, now, replay=replay, happened_at=spooled_at)
+        check = edits.check_edit(link, dialect, payload, now, replay=replay, happened_at=spooled_at, ask_pending=not replay and _delivers(link, dialect))
         record_events([*feed, event, *check.feed])
         traffic = claude_native.read_native(payload)
         if traffic:
