@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.harness import REPO_ROOT, Backend, Server, ratio, summary, throwaway_dir  # noqa: E402
+from bench.harness import REPO_ROOT, Backend, Server, ratio, summary, throwaway_dir, write_json  # noqa: E402
 from tests.devserver import MANAGE  # noqa: E402
 from tests.e2e.claude_cli import claude_args, claude_bin, claude_env  # noqa: E402
 from tests.e2e.model_server import ModelServer, text, tool  # noqa: E402
@@ -104,6 +104,7 @@ def install(home, cli_env, marketplace, values):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=8, help="turns per case and kind")
+    parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 
     with throwaway_dir("plugin-turn") as workdir:
@@ -165,14 +166,24 @@ def main():
         print(f"{name:16} {kind:15} {value:7.0f}ms {ratio(value, med['bare', kind]):6.2f}×  {failures[name, kind]}")
     many, none = f"{TOOL_CALLS} tool calls", "text only"
     print()
+    added = {}
     for name in homes:
         if name == "bare":
             continue
-        per_call = (med[name, many] - med[name, none] - (med["bare", many] - med["bare", none])) / TOOL_CALLS
-        start = med[name, none] - med["bare", none]
-        added = first_request[name] - first_request["bare"]
-        print(f"{name:16} per tool call +{per_call:5.1f} ms, per session start +{start:5.0f} ms, "
-              f"first request +{added} characters (≈{added / 4:.0f} tokens)")
+        added[name] = {
+            "per_tool_call_ms": (med[name, many] - med[name, none] - (med["bare", many] - med["bare", none])) / TOOL_CALLS,
+            "per_session_start_ms": med[name, none] - med["bare", none],
+            "first_request_chars": first_request[name] - first_request["bare"],
+        }
+        a = added[name]
+        print(f"{name:16} per tool call +{a['per_tool_call_ms']:5.1f} ms, per session start +{a['per_session_start_ms']:5.0f} ms, "
+              f"first request +{a['first_request_chars']} characters (≈{a['first_request_chars'] / 4:.0f} tokens)")
+    write_json(args.json, {
+        "medians_ms": {f"{name} | {kind}": value for (name, kind), value in med.items()},
+        "failures": {f"{name} | {kind}": value for (name, kind), value in failures.items()},
+        "ratio": ratio(med["plugin", many], med["bare", many]),
+        "added": added, "runs": args.runs, "tool_calls": TOOL_CALLS,
+    })  # fmt: skip
 
 
 if __name__ == "__main__":

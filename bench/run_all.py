@@ -51,6 +51,7 @@ def plan(quick):
         ("profile_gil", "bench/profile_hook.py", ["--duration", "6" if q else "12"]),
         ("profile_wall", "bench/profile_hook.py", ["--wall", "--duration", "6" if q else "10"]),
         ("profile_empty", "bench/profile_hook.py", ["--target", "empty", "--duration", "6" if q else "10"]),
+        ("plugin_turn", "bench/plugin_turn.py", ["--runs", "2" if q else "8"]),
     ]
 
 
@@ -85,6 +86,13 @@ def md_table(header, rows):
 
 def summary_rows(r):
     rows = []
+    pt = r.get("plugin_turn")
+    if pt:
+        m, x, a = pt["medians_ms"], pt["ratio"], pt["added"]["plugin"]
+        rows.append((f"`claude -p` turn with {pt['tool_calls']} tool calls under the plugin ÷ the same turn bare (interleaved)",
+                     f"{ms(m[f'plugin | {pt['tool_calls']} tool calls'])} ÷ {ms(m[f'bare | {pt['tool_calls']} tool calls'])} = **{x:.2f}×** "
+                     f"(+{a['per_tool_call_ms']:.0f} ms a tool call, +{a['per_session_start_ms']:.0f} ms a session start, "
+                     f"≈{a['first_request_chars'] / 4:.0f} tokens in the first request)", "≤ 1.2×", met(x <= 1.2)))
     hl = r.get("hook_latency")
     if hl:
         t = hl["server_time"]
