@@ -228,7 +228,7 @@ def main(argv):
             code = 0
         elif args[:1] == ['wait']:
             from relaybay_hook import wait
-            code = wait.wait_mode()
+            code = wait.wait_mode(engine_of(args), args)
         else:
             code = event_mode(engine_of(args))
     except Exception as exc:

@@ -1,8 +1,15 @@
-"""Wait mode: the asyncRewake Stop hook that wakes an idle session when mail arrives.
+"""Wait mode: the Stop hook that wakes an idle session when mail arrives.
 
+Claude Code: an asyncRewake hook, which wakes the model by exiting 2 with the text on stderr.
 `claude -p` does not exit before its asyncRewake hooks end, so an unattended session
 (CLAUDE_CODE_SESSION_ATTENDED=0) does not wait unless RELAYBAY_WAIT_UNATTENDED asks it to:
 a headless worker that should sit and wait for mail.
+
+Codex CLI (`wait --engine codex --codex PATH`, docs/rules.md §1.6): Codex waits for every hook
+to end before the session is idle, so the waiter leaves the hook at once and waits in a
+process of its own; mail wakes the session with `codex queue --thread ID --message TEXT
+--resume`, which starts a turn in the running Codex with TEXT as its prompt. It does so only
+while the Codex process that ran the Stop hook runs: a closed session is not woken.
 """
 import json
 import sys
@@ -29,15 +36,32 @@ def should_wait():
     return env.getenv('CLAUDE_CODE_SESSION_ATTENDED') != '0' or env.flag('RELAYBAY_WAIT_UNATTENDED')
 
 
-def wait_mode():
+def option(args, name):
+    """The value after `name` in the hook command's arguments, or None."""
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def wait_mode(engine=None, args=()):
     try:
         obj = json.loads(sys.stdin.buffer.read().decode('utf-8'))
     except ValueError:
         return 0
-    if not should_wait():
-        return 0
     session_id = obj.get('session_id') if isinstance(obj, dict) else None
     if not session_id or not isinstance(session_id, str):
+        return 0
+    wake = None
+    if engine == 'codex':
+        codex = option(args, '--codex')
+        if not codex:
+            return 0
+        from relaybay_hook import codex_wake
+        wake = codex_wake.waker(codex, session_id)
+        if wake is None or not codex_wake.detached():
+            return 0  # the hook's own process: Codex goes idle while the waiter waits
+    elif not should_wait():
         return 0
     deadline = time.monotonic() + env.float_env('RELAYBAY_WAIT', DEFAULT_WAIT)
     retry = MIN_POLL_INTERVAL
@@ -45,8 +69,8 @@ def wait_mode():
     printed_file = printed.file_for(env.spool_path(), session_id=session_id)
     while True:
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return 0
+        if remaining <= 0 or (wake is not None and not wake.alive()):
+            return 0  # the bound is reached, or the Codex that runs the session has exited
         poll = min(WAIT_POLL_MAX, int(remaining) + (remaining % 1 > 0))  # ceil, >= 1
         last = '&last=1' if poll >= remaining else ''
         path = '%s?session_id=%s&timeout=%d%s' % (WAIT_PATH, _quote(session_id), poll, last)
@@ -89,6 +113,10 @@ def wait_mode():
                     # at the session's next hook, and takes the repeated ones with its report.
                     err('a wake-up repeats %s, printed already: not printed' % ' '.join(repeated))
                     return
+                if wake is not None:
+                    if wake(text):
+                        shown.append(True)
+                    return
                 sys.stderr.buffer.write(text.encode('utf-8', 'replace'))
                 sys.stderr.flush()
                 shown.append(True)
@@ -99,7 +127,7 @@ def wait_mode():
                 return 0
             if not shown:
                 return 0
-            exit_now(2)  # at once, as event mode (client.py)
+            exit_now(0 if wake is not None else 2)  # at once, as event mode (client.py)
         if state != 'timeout':
             return 0  # replaced by a newer waiter, or anything unexpected
         pause = MIN_POLL_INTERVAL - (time.monotonic() - started)

@@ -310,7 +310,7 @@ class Arrival(StrEnum):
     GUESSED = "guessed"  # its link is only guessed
     ENDED = "ended"  # its exact link ended; it may come back
     CAPPED = "capped"  # idle, and messages woke it as often as the wake-up cap allows: at its next prompt
-    UNWAKEABLE = "unwakeable"  # idle in a CLI relaybay cannot wake (Codex, Gemini CLI): at its next prompt
+    UNWAKEABLE = "unwakeable"  # idle, no wake-up for it (Gemini CLI, Codex without its waiter): at its next prompt
     WAKING = "waking"  # idle, and its wake-up hook waits: woken now
     IDLE = "idle"  # at its next prompt or wake-up
     BUSY = "busy"  # at its next tool call or prompt
@@ -327,11 +327,12 @@ def arrival(session):
     if not link.live:
         return Arrival.ENDED
     if link.state == HookLink.State.IDLE:
-        if session.engine not in WAKEABLE:
+        waiting = identity.waiter_connected(link, timezone.now())
+        if session.engine not in WAKEABLE and not waiting:
             return Arrival.UNWAKEABLE
         if wake_cap_reached(link):
             return Arrival.CAPPED
-        return Arrival.WAKING if identity.waiter_connected(link, timezone.now()) else Arrival.IDLE
+        return Arrival.WAKING if waiting else Arrival.IDLE
     return Arrival.BUSY
 
 
@@ -348,9 +349,11 @@ WAKE_CAP_WAIT = (
 )
 
 
-# The CLIs with a wake-up hook relaybay waits on for an idle session (docs/rules.md §1.6).
+# The CLIs with a wake-up hook relaybay waits on for an idle session (docs/rules.md §1.6). A
+# Codex session is woken while the waiter its Stop hook started (`codex queue`) is connected;
+# a Gemini CLI session never.
 WAKEABLE = frozenset({Session.Engine.CLAUDE_CODE})
-UNWAKEABLE_WAIT = "it is idle in a CLI relaybay cannot wake (Codex, Gemini CLI): it sees this at its next prompt."
+UNWAKEABLE_WAIT = "it is idle and relaybay has no wake-up for it (Gemini CLI, or Codex without its waiter): it sees this at its next prompt."
 
 
 NOT_DELIVERABLE = {
@@ -413,7 +416,12 @@ def identity_text(link):
             + "."
         )
     lines.append(guidance.CHANNELS if session.engine == Session.Engine.CLAUDE_CODE else guidance.ONE_CHANNEL)
-    if session.engine not in WAKEABLE:
+    if session.engine == Session.Engine.CODEX:
+        lines.append(
+            "What is sent to you arrives at your next prompt or tool call; while you are idle, relaybay starts a turn "
+            "with it (codex queue) if the owner connected Codex with its waiter."
+        )
+    elif session.engine not in WAKEABLE:
         lines.append(f"{cli} has no hook that waits while you are idle: what is sent to you arrives at your next prompt or tool call.")
     return "\n".join(lines)
 

@@ -226,3 +226,19 @@ def test_connect_gemini_refuses_what_it_cannot_read_back_and_writes_nothing(home
     with pytest.raises(ConnectError, match=phrase):
         gemini.connect(target(home))
     assert path.read_text() == text and not (home / ".gemini" / "settings.json.relaybay-backup").exists()
+
+
+def test_with_the_codex_command_found_stop_also_runs_the_waiter_and_disconnect_takes_it_out(home, tmp_path):
+    codex_cli = tmp_path / "bin" / "codex"
+    codex_cli.parent.mkdir()
+    codex_cli.write_text("#!/bin/sh\n")
+    codex_cli.chmod(0o755)
+    said = []
+    codex.connect(Target(url=URL, token=TOKEN, home=home, cli=str(codex_cli), dry_run=False, say=said.append))
+    hooks = home / ".codex" / "hooks.json"
+    [group] = json.loads(hooks.read_text())["hooks"]["Stop"]
+    event, waiter = (h["command"] for h in group["hooks"])
+    assert waiter == event.replace(" --engine codex", " wait --engine codex") + f" --codex {codex_cli}"
+    assert any("woken when mail arrives" in line for line in said) and any("7 hooks" in line for line in said), said
+    codex.disconnect(target(home))
+    assert not hooks.exists()

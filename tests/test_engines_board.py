@@ -47,14 +47,14 @@ def test_each_session_shows_the_cli_it_runs_in_and_the_page_filters_by_it(board,
 def test_an_idle_codex_or_gemini_session_is_said_to_get_its_mail_at_its_next_prompt(board, fleet):  # noqa: F811
     page = board.get("/")
     for engine in ("codex", "gemini"):
-        assert "relaybay cannot wake" in row_html(page, fleet[engine])
-    assert "relaybay cannot wake" not in row_html(page, fleet["claude"])
+        assert "relaybay has no wake-up" in row_html(page, fleet[engine])
+    assert "relaybay has no wake-up" not in row_html(page, fleet["claude"])
     detail = board.get(f"/sessions/{fleet['codex'].pk}/").content.decode()
     assert 'id="not-woken"' in detail and "next prompt or tool call" in detail
     assert "Codex session id" in detail
     # Busy, it gets its mail at its next tool call: nothing to warn of.
     ingest_hook({"hook_event_name": "UserPromptSubmit", "session_id": "cx-1", "cwd": "/work/shop", "relaybay_engine": "codex", "prompt": "go"})
-    assert "relaybay cannot wake" not in row_html(board.get("/"), fleet["codex"])
+    assert "relaybay has no wake-up" not in row_html(board.get("/"), fleet["codex"])
 
 
 def test_a_codex_session_whose_hooks_never_arrived_is_flagged_until_they_do(board, fleet):  # noqa: F811

@@ -170,7 +170,7 @@ def test_an_idle_codex_or_gemini_session_is_told_apart_from_a_wakeable_one(hook,
         assert directory.arrival(Session.objects.get(title=name)) == directory.Arrival.UNWAKEABLE
     assert directory.arrival(Session.objects.get(title="c")) == directory.Arrival.IDLE
     sent = api.post("/message_send", {"to": "a", "body": "hello codex", "session": "c", "hook_session": "cc-6"}).json()
-    assert "relaybay cannot wake" in sent["status"] and "next prompt" in sent["status"]
+    assert "relaybay has no wake-up" in sent["status"] and "next prompt" in sent["status"]
     assert SessionMessage.objects.get().body == "hello codex"
 
 
@@ -212,3 +212,15 @@ def test_a_gemini_tool_payload_with_odd_mcp_context_is_only_recorded(hook):
     for odd in ("relaybay", ["relaybay"], {"server_name": ["relaybay"], "tool_name": "message_send"}, {"server_name": "relaybay", "tool_name": {"x": 1}}):
         answer = hook.raw(json.dumps({"hook_event_name": "BeforeTool", "session_id": "gm-8", "relaybay_engine": "gemini", "tool_name": "t", "mcp_context": odd}), token=TOKEN)
         assert answer.status_code == 200 and answer.json() == {}, answer.content
+
+
+def test_an_idle_codex_session_with_its_waiter_connected_is_being_woken(hook, api):
+    from sessions_app.hooks.delivery import register_waiter
+
+    codex(hook, "SessionStart", "cx-9", cwd="/work/a")
+    hook("SessionStart", "cc-9", cwd="/work/c")
+    # The waiter Codex's Stop hook leaves behind polls as Claude Code's wake-up hook does.
+    assert register_waiter("cx-9", "waiter-1")
+    assert directory.arrival(Session.objects.get(title="a")) == directory.Arrival.WAKING
+    sent = api.post("/message_send", {"to": "a", "body": "wake up codex", "session": "c", "hook_session": "cc-9"}).json()
+    assert "being woken" in sent["status"]

@@ -10,10 +10,15 @@ exactly those.
 Codex runs no hook the person has not trusted, and says nothing about the ones it skips: after
 `connect`, each person trusts relaybay's hooks once in the TUI's /hooks. Until then the board
 shows a Codex session that calls relaybay's tools while none of its hooks arrived.
+
+With the `codex` command found (on PATH, or --cli PATH), Stop also runs the waiter that wakes an
+idle session with `codex queue … --resume` (relaybay_hook/codex_wake.py).
 """
 
 import json
 import os
+import shlex
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -38,9 +43,22 @@ def codex_home(target):
     return Path(configured).expanduser() if configured else target.home / ".codex"
 
 
-def relaybay_hooks(config, command=None):
+def codex_command(target):
+    """The `codex` command the waiter wakes sessions with: --cli, else the one on PATH, else None."""
+    found = target.cli or shutil.which("codex")
+    return str(Path(found).resolve()) if found and Path(found).is_file() and os.access(found, os.X_OK) else None
+
+
+def wake_command(command, codex):
+    """The Stop hook's waiter: the client's command in wait mode, naming the codex to run."""
+    client, _, engine = command.partition(" --engine ")
+    return f"{client} wait --engine {engine} --codex {shlex.quote(codex)}"
+
+
+def relaybay_hooks(config, command=None, codex=None):
     """hooks.json's object with relaybay's hooks taken out and, given `command`, added again
-    (one group per event, after the person's own); everything else as it was."""
+    (one group per event, after the person's own; on Stop the waiter too, given `codex`);
+    everything else as it was."""
     config = dict(config)
     hooks = dict(config.get("hooks") or {})
     for event, groups in list(hooks.items()):
@@ -62,7 +80,10 @@ def relaybay_hooks(config, command=None):
     if command:
         for event in EVENTS:
             groups = hooks.get(event) if isinstance(hooks.get(event), list) else []
-            hooks[event] = [*groups, {"hooks": [{"type": "command", "command": command, "timeout": COMMAND_TIMEOUT}]}]
+            handlers = [{"type": "command", "command": command, "timeout": COMMAND_TIMEOUT}]
+            if event == "Stop" and codex:
+                handlers.append({"type": "command", "command": wake_command(command, codex), "timeout": COMMAND_TIMEOUT})
+            hooks[event] = [*groups, {"hooks": handlers}]
     if hooks:
         config["hooks"] = hooks
     else:
@@ -136,7 +157,8 @@ def connect(target):
     config_text = read(config_path)
     toml = with_block(config_path, config_text or "", target)
     command = hook_command(target, ENGINE)
-    wanted = relaybay_hooks(hooks, command)
+    codex = codex_command(target)
+    wanted = relaybay_hooks(hooks, command, codex)
     updated = hooks_text if hooks_text is not None and wanted == hooks else json_text(hooks_path, wanted)
     change(target, hooks_path, hooks_text, updated, f"relaybay's hooks for {', '.join(EVENTS)}")
     change(target, config_path, config_text, toml, f"relaybay's MCP server [mcp_servers.relaybay] at {target.url}/mcp")
@@ -145,7 +167,14 @@ def connect(target):
         f"{verb} Codex for every session: its hooks and MCP server reach relaybay at {target.url} "
         f"({home}; the token is in the files, readable by you only)."
     )
-    target.say(TRUST_STEP.format(count=len(EVENTS)))
+    target.say(TRUST_STEP.format(count=len(EVENTS) + bool(codex)))
+    if codex:
+        target.say(f"An idle Codex session is woken when mail arrives, with `{codex} queue … --resume`.")
+    else:
+        target.say(
+            "No `codex` command on PATH: idle Codex sessions get their mail at their next prompt. Pass its path "
+            "with --cli PATH (and run this again) to have them woken."
+        )
     if not target.dry_run:
         target.say("Undo: .venv/bin/python manage.py disconnect codex")
 

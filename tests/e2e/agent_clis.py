@@ -121,3 +121,53 @@ def manage_as(live, home, *args, codex_home=None, check=True):
     if check:
         assert done.returncode == 0, f"manage.py {' '.join(args)} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
+
+
+def start_codex_tui(codex, cwd, *, trust_hooks=True, ready_timeout=60.0):
+    """Codex's TUI under a private tmux server (tests/e2e/claude_cli.InteractiveClaude), started
+    as a person starts it; `trust_hooks` answers its "Hooks need review" with "Trust all and
+    continue", as a person does once after `manage.py connect codex`."""
+    import shlex
+    import tempfile
+
+    from tests.e2e.claude_cli import InteractiveClaude
+
+    command = shlex.join(["env", "-i", *(f"{k}={v}" for k, v in codex.env().items()), binary(CODEX_BIN)])
+    session = InteractiveClaude(tempfile.mkdtemp(prefix="relaybay-tmux-"), name="codex")
+    session.tmux("-f", "/dev/null", "new-session", "-d", "-s", session.name, "-x", "200", "-y", "50", "-c", str(cwd), command,
+                 ";", "set-option", "-t", session.name, "remain-on-exit", "on")
+    try:
+        if trust_hooks:
+            session.wait_for_screen("Hooks need review", timeout=ready_timeout)
+            session.tmux("send-keys", "-t", session.name, "Down")
+            session.tmux("send-keys", "-t", session.name, "Enter")
+        session.wait_for_screen("Ask Codex to do anything", timeout=ready_timeout)
+    except BaseException:
+        stop_codex_tui(codex, session)
+        raise
+    return session
+
+
+def type_into_codex(session, text):
+    """Type a prompt and send it. Codex's TUI takes keys that come at once as a paste, where
+    Enter is a new line: the Enter comes a moment later, as a person's does."""
+    import time
+
+    session.tmux("send-keys", "-t", session.name, "-l", text)
+    time.sleep(0.5)
+    session.tmux("send-keys", "-t", session.name, "Enter")
+
+
+def stop_codex_tui(codex, session):
+    """Close the TUI and the app server it started in the throwaway CODEX_HOME (by its pid files)."""
+    session.tmux("kill-server", check=False)
+    import shutil
+    import signal
+
+    for pid_file in (codex.codex_home / "app-server-daemon").glob("*.pid"):
+        try:
+            pid = json.loads(pid_file.read_text())["pid"]
+            os.kill(int(pid), signal.SIGTERM)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    shutil.rmtree(session.socket_dir, ignore_errors=True)
