@@ -224,3 +224,22 @@ def test_an_idle_codex_session_with_its_waiter_connected_is_being_woken(hook, ap
     assert directory.arrival(Session.objects.get(title="a")) == directory.Arrival.WAKING
     sent = api.post("/message_send", {"to": "a", "body": "wake up codex", "session": "c", "hook_session": "cc-9"}).json()
     assert "being woken" in sent["status"]
+
+
+@pytest.mark.parametrize(
+    "meta, read",
+    [
+        ({"x-codex-turn-metadata": {"session_id": "cx-42", "turn_id": "t"}}, "cx-42"),
+        (None, ""),
+        ({"sessionId": "cx-42"}, ""),  # only Codex's own turn metadata names the session
+        ({"x-codex-turn-metadata": "cx-42"}, ""),
+        ({"x-codex-turn-metadata": {"session_id": 42}}, ""),
+        ({"x-codex-turn-metadata": {"session_id": "cx\x0042"}}, ""),
+        ({"x-codex-turn-metadata": {"session_id": "  "}}, ""),
+        ({"x-codex-turn-metadata": {"session_id": "x" * 201}}, ""),
+    ],
+)
+def test_the_session_a_codex_call_names_is_read_only_when_it_could_be_one(meta, read):
+    from mcp_server.http import codex_session
+
+    assert codex_session(meta) == read
