@@ -175,14 +175,17 @@ def summary_rows(r):
         e = r.get(key)
         if not e:
             continue
-        t, x = e["server_time"], e["ratios"]["edit"]
-        rows.append((f"PreToolUse Edit with no collision, server time ÷ the same hook on the code without the edit check ({label}, side by side)",
-                     f"{ms(t['new edit']['median'])} ÷ {ms(t['old edit']['median'])} = **{x:.2f}×** (Bash: {e['ratios']['bash']:.2f}×)",
+        t, r = e["server_time"], e["ratios"]
+        x = r["edit ÷ check off"]
+        rows.append((f"PreToolUse Edit with no collision, server time ÷ the same code with the edit check off ({label}, side by side)",
+                     f"{ms(t['new edit']['median'])} ÷ {ms(t['check off edit']['median'])} = **{x:.2f}×** "
+                     f"(÷ the code before edit collisions: {r['edit ÷ before']:.2f}×; Bash {r['bash ÷ check off']:.2f}× and {r['bash ÷ before']:.2f}×)",
                      "≤ 1.1×", met(x <= 1.1, f"{x / 1.1:.2f}× the bound")))
         check = e["check"]
-        worst = max(v["median"] for v in check.values() if isinstance(v, dict))
-        rows.append((f"Collision check, {e['sessions']} live sessions × {e['edits']:,} recent edits ({check['stored edits']:,} stored), {label}: slowest of the rules and the whole check",
-                     f"**{ms(worst)}**", "< 5 ms", met(worst < 5)))
+        worst = max(v["median"] for name, v in check.items() if name.startswith("collision rule"))
+        whole = next(v["median"] for name, v in check.items() if name.startswith("the whole check"))
+        rows.append((f"Collision check, {e['sessions']} live sessions × {e['edits']:,} recent edits ({check['stored edits']:,} stored), {label}",
+                     f"**{ms(worst)}** (the whole check of an edit, both rules and its write: {ms(whole)})", "< 5 ms", met(worst < 5)))
     return rows
 
 

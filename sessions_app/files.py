@@ -142,9 +142,25 @@ def collisions(place, session_id, now):
 # --- The reservations in force -----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Held:
+    """A reservation in force, as the edit check reads it."""
+
+    pk: int
+    session_id: int
+    pattern: str
+    exclusive: bool
+    reason: str
+    expires_at: datetime
+
+
 @compiled
 def _held_in(root: str, now: datetime):
-    return FileReservation.objects.filter(root=root, ended_at=None, expires_at__gt=now, session_id__in=_live_sessions()).order_by("pk")
+    return (
+        FileReservation.objects.filter(root=root, ended_at=None, expires_at__gt=now, session_id__in=_live_sessions())
+        .order_by("pk")
+        .values_list("pk", "session_id", "pattern", "exclusive", "reason", "expires_at")
+    )
 
 
 def in_force(now):
@@ -155,7 +171,7 @@ def in_force(now):
 def holding(place, session_id, now):
     """The reservation rule (docs/rules.md §7.3): the reservations of other live sessions in force
     over the file, exclusive ones first."""
-    held = [r for r in _held_in(place.root, now) if r.session_id != session_id and paths.matches(r.pattern, place.relative)]
+    held = [Held(*row) for row in _held_in(place.root, now) if row[1] != session_id and paths.matches(row[2], place.relative)]
     return sorted(held, key=lambda r: (not r.exclusive, r.expires_at))
 
 
