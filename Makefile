@@ -57,10 +57,12 @@ run: migrate
 # `make test` runs the suite on the embedded default, then on the scale-out configuration
 # (PostgreSQL + Redis, which this machine kind runs on 127.0.0.1 before each session and in CI).
 # The scale-out pass runs what the database or the channel layer can change: every unit test
-# (their SQL runs on each database) and the end-to-end tests whose path crosses them (delivery,
-# wake-ups, live pages, native rows); an end-to-end test of a client's or a page's own behaviour
-# (pytest mark embedded_only) runs once. A service that does not answer fails the run; nothing
-# is skipped.
+# whose path reaches them (their SQL runs on each database) and the end-to-end tests whose path
+# crosses them (delivery, wake-ups, live pages, native rows). A test neither reaches (pytest mark
+# embedded_only: a client's or a page's own behaviour, the hook client against its stub server,
+# an install of its own on the embedded default) runs once, on the embedded pass; one that starts
+# relaybay processes on PostgreSQL + Redis whatever the pass (mark scale_out) runs once, on the
+# scale-out pass. A service that does not answer fails the run; nothing is skipped.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
 PYTEST := $(PY) -m pytest -n 2 --dist loadfile -q

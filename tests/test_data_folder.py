@@ -20,6 +20,10 @@ from tests.devserver import Server
 from tests.test_run_address import answers, command_env, manage
 from tests.live_server import REPO_ROOT, free_port
 
+# Every install here is the embedded default of its own (`make run`, a server or a command on a
+# data folder, SQLite files), whatever the pass's services: make test runs the module once.
+pytestmark = pytest.mark.embedded_only
+
 LOOSE_UMASK = 0o022
 
 

@@ -13,6 +13,10 @@ import pytest
 from relaybay.serve import HEADER_TIMEOUT
 from tests.devserver import Server
 
+# The server is the embedded default of its own (tests/devserver.py with no services), whatever
+# the pass's: make test runs the module once.
+pytestmark = pytest.mark.embedded_only
+
 # What Twisted may add to the timeout: its timers and our polling.
 SLACK = 3
 

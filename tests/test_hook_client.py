@@ -25,6 +25,9 @@ HOOK = Path(__file__).resolve().parent.parent / 'bin' / 'relaybay-hook'
 PACKAGE = HOOK.parent.parent / 'relaybay_hook'
 PYTHON = os.environ.get('RELAYBAY_TEST_PYTHON') or sys.executable
 TOKEN = 'test-token-123'
+# The client against the stub server: neither the pass's database nor its channel layer is on
+# its path, so make test runs the module once.
+pytestmark = pytest.mark.embedded_only
 
 
 # --------------------------------------------------------------------------- stub server

@@ -9,10 +9,14 @@ import json
 import subprocess
 import threading
 
+import pytest
+
 from tests.test_hook_client import HOOK, PYTHON, event, hook_env, run_hook, spool, stop_payload, stub  # noqa: F401
 
 ITEMS = 'X-Relaybay-Items'
 TAKEN = 'X-Relaybay-Confirmed'
+# The client against the stub server: make test runs the module once (tests/test_hook_client.py).
+pytestmark = pytest.mark.embedded_only
 
 
 def delivery(*handles, text='[relaybay] delivered'):

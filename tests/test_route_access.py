@@ -196,6 +196,7 @@ def manage(data_dir, *args, **env):
     )
 
 
+@pytest.mark.embedded_only  # an install of its own on the embedded default, whatever the pass's services
 def test_make_run_gives_an_install_with_only_the_agents_token_an_owner_token_of_its_own(tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
@@ -211,6 +212,7 @@ def test_make_run_gives_an_install_with_only_the_agents_token_an_owner_token_of_
     assert (data_dir / "token").read_text() == "an-agents-token-of-an-old-install\n"
 
 
+@pytest.mark.embedded_only  # an install of its own on the embedded default, whatever the pass's services
 def test_an_owner_token_equal_to_the_agents_token_stops_relaybay(tmp_path):
     done = manage(tmp_path, "check", RELAYBAY_TOKEN="same-for-both", RELAYBAY_OWNER_TOKEN="same-for-both")
     assert done.returncode != 0

@@ -41,13 +41,15 @@ def answers(url):
         return False
 
 
-@pytest.fixture
-def make_run(tmp_path):
+@pytest.fixture(scope="module")
+def make_run(tmp_path_factory):
     """`make run PORT=<a free port>` on a fresh data folder (the install step is taken as done:
-    `-o` tells make not to remake the virtualenv)."""
-    data_dir = tmp_path / "data"
+    `-o` tells make not to remake the virtualenv), one for the module: each test reads its own
+    part of the install (the recorded address, the start-up output)."""
+    folder = tmp_path_factory.mktemp("make-run")
+    data_dir = folder / "data"
     port = free_port()
-    log = tmp_path / "make-run.log"
+    log = folder / "make-run.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
             ["make", "-o", ".venv/.installed", "run", f"PORT={port}"],
@@ -63,6 +65,7 @@ def make_run(tmp_path):
     process.wait(timeout=15)
 
 
+@pytest.mark.embedded_only  # `make run` serves the embedded default whatever the pass's services
 def test_commands_without_relaybay_url_reach_the_port_make_run_serves(make_run):
     data_dir, port, log = make_run
     assert (data_dir / "address").read_text().strip() == f"http://127.0.0.1:{port}"
@@ -82,6 +85,7 @@ def test_commands_without_relaybay_url_reach_the_port_make_run_serves(make_run):
         time.sleep(0.1)
 
 
+@pytest.mark.embedded_only  # `make run` serves the embedded default whatever the pass's services
 def test_start_up_output_gives_the_one_line_that_connects_every_session_and_it_does(make_run, tmp_path):
     data_dir, port, log = make_run
     [line] = [line.strip() for line in log.read_text().splitlines() if "manage.py connect claude" in line]

@@ -104,6 +104,7 @@ def test_under_the_wsgi_layout_the_api_refuses_a_host_with_the_same_json(client)
     assert client.get("/login/", HTTP_HOST="evil.example").status_code == 400
 
 
+@pytest.mark.embedded_only  # a server of its own on the embedded default, whatever the pass's services
 def test_a_server_started_with_relaybay_allowed_hosts_answers_that_name_and_loopback_only(tmp_path):
     """The setting read from the environment, through a real daphne, on every path."""
     server = Server(tmp_path / "data", env={"RELAYBAY_ALLOWED_HOSTS": "relay.example.org"}).start()

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# SQLite in a process of its own, whatever the pass's services: make test runs the module once.
+pytestmark = pytest.mark.embedded_only
 
 # Run in a process of its own, so the settings are read from the environment as a server's are.
 PROBE = """

@@ -39,6 +39,7 @@ def session_id(live, name):
     return int(next(s["handle"][2:] for s in answer["sessions"] if s["name"] == name))
 
 
+@pytest.mark.embedded_only  # the login form and the page's own rendering
 def test_logging_in_shows_the_sessions(browser, live):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
@@ -132,6 +133,7 @@ def test_a_comment_from_the_composer_is_delivered_at_the_next_hook(page, live):
     shot(page, "session")
 
 
+@pytest.mark.embedded_only  # the page's own layout
 def test_long_words_do_not_widen_the_page_at_laptop_width(page, live):
     send(live, "x" * 4000, "beta", "alpha", "hook-alpha")
     for path in ("/messages/", f"/sessions/{session_id(live, 'beta')}/"):
@@ -158,6 +160,7 @@ def seed_a_working_day(live):
     live.hook("UserPromptSubmit", "hook-api", prompt="continue", cwd="/home/me/payments")
 
 
+@pytest.mark.embedded_only  # the pages' own rendering and forms (their SQL: tests/test_board_*.py on both databases)
 def test_a_tour_of_every_page(page, live):
     seed_a_working_day(live)
     page.goto(f"{live.url}/tasks/")
@@ -204,6 +207,7 @@ def test_the_search_finds_a_hook_written_just_now_and_never_a_message_text(page,
     shot(page, "search-feed")
 
 
+@pytest.mark.scale_out
 def test_a_ping_crosses_server_processes_through_redis(browser, tmp_path):
     """docs/rules.md §5.6 scale-out: the page is served by one process, the message is sent to
     another; the ping reaches the page through the Redis channel layer."""
