@@ -16,7 +16,8 @@ from tests.e2e.model_server import text, tool
 from tests.e2e.relaybay_cli import manage, query, write_settings
 from tests.live_server import MANAGE, live_relaybay, server_env  # noqa: F401  (fixture)
 
-EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"]
+# PostToolUse runs only after SendMessage (claude_config.MATCHERS): a Bash call reports none.
+EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"]
 
 
 @pytest.fixture
@@ -28,12 +29,18 @@ def named(live_relaybay, request):
     return name
 
 
+def headless_settings(live, named, tmp_path, wait):
+    """A headless worker's config: the wake-up hook waits under `claude -p` too, `wait` seconds
+    (`claude -p` exits when the wait ends)."""
+    return write_settings(
+        live, tmp_path / "settings.json", "--session", named, "--wait", str(wait), "--wait-unattended", "--spool", str(tmp_path / "spool.jsonl")
+    )
+
+
 @pytest.fixture
 def settings_file(live_relaybay, named, tmp_path):
-    # A headless worker's config: the wake-up hook waits under `claude -p` too.
-    return write_settings(
-        live_relaybay, tmp_path / "settings.json", "--session", named, "--wait", "8", "--wait-unattended", "--spool", str(tmp_path / "spool.jsonl")
-    )
+    # Nothing is to wake these sessions: their wait is short, as test_claude_messages.py's.
+    return headless_settings(live_relaybay, named, tmp_path, wait=1)
 
 
 def comment(live, name, marker):
@@ -46,6 +53,7 @@ def test_a_session_appears_with_all_its_hook_events(live_relaybay, model, claude
     hook_id = result["session_id"]
     names = [row[0] for row in query(live_relaybay, "select name from sessions_app_event where hook_session=? and name like 'hook.%' order by id", hook_id)]
     assert [n for n in names if n.removeprefix("hook.") in EVENTS] == [f"hook.{e}" for e in EVENTS]
+    assert "hook.PostToolUse" not in names
     exact, state = query(live_relaybay, "select exact, state from sessions_app_hooklink where hook_session=?", hook_id)[0]
     assert exact == 1 and state == "ended"
     listed = live_relaybay.get("/sessions_list")[1]["sessions"]
@@ -63,16 +71,17 @@ def test_a_comment_written_before_the_prompt_is_beside_the_prompt(live_relaybay,
     assert "owner says before-prompt-4401" in shown
 
 
-def test_a_comment_written_while_a_tool_runs_arrives_after_its_result(live_relaybay, model, claude, settings_file, named, tmp_path):
+def test_a_comment_written_while_a_tool_runs_arrives_at_the_next_hook_after_its_result(live_relaybay, model, claude, settings_file, named, tmp_path):
     # The tool itself writes the comment, so it is written exactly while the tool runs; the
     # marker is made by shell arithmetic so the model's own command line does not contain it.
     writer = f"{manage_command(live_relaybay)} comment {named} \"owner says during-tool-$((5500 + 7))\" && echo tool-finished"
-    model.add_steps(tool("Bash", {"command": writer}), text("ok"))
+    model.add_steps(tool("Bash", {"command": writer}), text("ok"), text("seen"))
     claude("run it", settings_file=settings_file)
     texts = model.request_texts()
-    assert "owner says during-tool-5507" not in texts[0]
-    after = texts[1]
-    assert after.index("tool-finished") < after.index("owner says during-tool-5507")
+    # No hook runs after a Bash call (PostToolUse is for SendMessage): the turn's Stop carries it.
+    assert "owner says during-tool-5507" not in texts[0] + texts[1]
+    after = texts[2]
+    assert after.index("tool-finished") < after.index("Stop hook feedback:") < after.index("owner says during-tool-5507")
 
 
 def test_a_comment_pending_at_stop_is_a_stop_block_and_the_model_continues(live_relaybay, model, claude, settings_file, named):
@@ -105,7 +114,8 @@ def wait_until(condition, timeout=30):
         time.sleep(0.1)
 
 
-def test_an_idle_session_with_the_wake_up_hook_is_woken_by_a_new_comment(live_relaybay, model, claude, settings_file, named):
+def test_an_idle_session_with_the_wake_up_hook_is_woken_by_a_new_comment(live_relaybay, model, claude, named, tmp_path):
+    settings_file = headless_settings(live_relaybay, named, tmp_path, wait=8)
     model.add_steps(text("going idle"), text("woken and working"))
 
     def write_when_idle():

@@ -58,9 +58,11 @@ def waiting(live, folder):
     return bool(row and row[2])
 
 
-@pytest.fixture
-def relaybay(tmp_path):
-    url, token, process = start_relaybay(tmp_path / "server")
+@pytest.fixture(scope="module")
+def relaybay(tmp_path_factory):
+    """One relaybay for the module (each test's sessions have folders and names of their own; the
+    restart test leaves it running again on the same port)."""
+    url, token, process = start_relaybay(tmp_path_factory.mktemp("server"))
     live = LiveRelaybay(url, token, process)
     yield live
     stop_relaybay(live.process)
