@@ -26,3 +26,15 @@ def test_other_tools_and_other_servers_tools_are_left_alone(hook):
     for name in ("mcp__plugin_relaybay_relaybay__sessions_list", "mcp__github__message_send", "Bash", "mcp__relaybay"):
         answer = hook("PreToolUse", "cc-2", tool_name=name, tool_input={"to": "x"})
         assert "updatedInput" not in json.dumps(answer), name
+
+
+def test_what_waits_for_the_session_goes_with_the_filled_in_call(hook):
+    from sessions_app.actions import do_write_comment
+    from sessions_app.models import HookLink
+
+    hook("SessionStart", "cc-3", cwd="/work/api", source="startup")
+    do_write_comment(session=HookLink.objects.get(hook_session="cc-3").session, body="owner-note-6161")
+    answer = hook("PreToolUse", "cc-3", tool_name="mcp__plugin_relaybay_relaybay__message_send", tool_input={"to": "web", "body": "hi"})
+    output = answer["hookSpecificOutput"]
+    assert output["updatedInput"] == {"to": "web", "body": "hi", "hook_session": "cc-3"}
+    assert "owner-note-6161" in output["additionalContext"]

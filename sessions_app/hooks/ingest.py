@@ -239,19 +239,26 @@ def _delivers(link, dialect):
 
 
 def _answer(link, dialect, payload, note, confirming, check=edits.NOTHING):
-    """The hook answer, in the CLI's dialect (dialects.py): the session's identity at its start,
-    else the edit check's denial, else its warning and what waits for the session, claimed
-    within what the warning leaves of the budget (left offered until the hook client confirms
-    it, when it does: docs/rules.md §2.6)."""
+    """The hook answer, in the CLI's dialect (dialects.py): what it carries (_carried), and
+    before a call of relaybay's own tools the call's arguments naming its caller
+    (dialects.caller_filled_in) beside it."""
+    answer = _carried(link, dialect, payload, note, confirming, check)
+    filled_in = dialects.caller_filled_in(dialect, payload)
+    if not filled_in:
+        return answer
+    return {**answer, "hookSpecificOutput": {**answer.get("hookSpecificOutput", {}), **filled_in["hookSpecificOutput"]}}
+
+
+def _carried(link, dialect, payload, note, confirming, check):
+    """The session's identity at its start, else the edit check's denial, else its warning and
+    what waits for the session, claimed within what the warning leaves of the budget (left
+    offered until the hook client confirms it, when it does: docs/rules.md §2.6)."""
     event_name = dialect.event
     if event_name == "SessionStart":
         text = directory.identity_text(link) + (f"\n{note}" if note else "")
         answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
         # The person sees why the session does not go by the name it asked for.
         return {**answer, "systemMessage": note} if note else answer
-    filled_in = dialects.caller_filled_in(dialect, payload)
-    if filled_in:
-        return filled_in
     if check.deny:
         # The tool does not run; what waits goes with the session's next hook.
         return check.deny_answer()
