@@ -229,10 +229,12 @@ def test_a_message_reaches_a_busy_session_after_its_tool_and_the_reply_marks_it_
     b_run.join()
 
     # (2) B saw the message after its tool's result, framed as from another session.
+    # No hook runs after a Bash call (PostToolUse is for SendMessage): the first after the send
+    # is the PreToolUse of B's next call, whose context follows that call's result.
     index, shown = first_request_showing(b.model, "a-to-b-3141")
-    assert index == 1, "delivered at the first hook after the send: B's PostToolUse"
-    assert shown.index("b-tool-finished-4021") < shown.index("PostToolUse:Bash hook additional context")
-    assert shown.index("PostToolUse:Bash hook additional context") < shown.index("a-to-b-3141")
+    assert index == 2, "delivered at the first hook after the send: the PreToolUse of B's next call"
+    context = f"PreToolUse:{SEND} hook additional context"
+    assert shown.index("b-tool-finished-4021") < shown.index(context) < shown.index("a-to-b-3141")
     frame = f"[relaybay] Message M-{sent['id']} from another Claude session, not from the owner: {json.dumps(a.name)} (S-"
     assert frame in shown
     frame_line = next(line for line in shown.splitlines() if line.startswith(frame))
@@ -267,7 +269,7 @@ def test_a_message_reaches_a_busy_session_after_its_tool_and_the_reply_marks_it_
         (row[0], row[1:])
         for row in query(live_relaybay, "select id, delivered_by, read_verified from session_message where id in (?, ?)", sent["id"], reply["id"])
     )
-    assert marks[sent["id"]][0].startswith("PostToolUse via ") and marks[sent["id"]][1] == 1
+    assert marks[sent["id"]][0].startswith("PreToolUse via ") and marks[sent["id"]][1] == 1
     assert marks[reply["id"]][0].startswith("UserPromptSubmit via ")
     thanks = mcp_answer(a.model, SEND)
     assert thanks["to"] == b.name and thanks["sender_verified"] is True

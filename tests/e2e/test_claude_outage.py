@@ -62,7 +62,7 @@ def test_a_turn_completes_while_relaybay_is_down_and_its_events_are_replayed_wit
 
         replayed = query(server, "select name, replay from sessions_app_event where hook_session=? and name like 'hook.%' order by id", first_hook)
         assert [name for name, _ in replayed] == [
-            "hook.SessionStart", "hook.UserPromptSubmit", "hook.PreToolUse", "hook.PostToolUse", "hook.Stop", "hook.SessionEnd"
+            "hook.SessionStart", "hook.UserPromptSubmit", "hook.PreToolUse", "hook.Stop", "hook.SessionEnd"
         ]
         assert all(replay == 1 for _, replay in replayed)
         assert not (tmp_path / "spool.jsonl").exists() or (tmp_path / "spool.jsonl").stat().st_size == 0
