@@ -116,3 +116,10 @@ def test_the_patterns_catch_history_and_leave_counts_alone():
     ]
     table = [TABLE_START, f"Measured at commit {head}.", TABLE_END, f"commit {head}"]
     assert history_marks("x", table, commits) == [f"x:4: a commit: {head!r}"]
+
+
+def test_the_mcp_page_says_what_is_in_under_250_lines():
+    # How the MCP server works, how identity is proven, what happens when relaybay is down and
+    # why the hot paths look as they do: a page for users and maintainers, not a log.
+    lines = (ROOT / "docs" / "mcp.md").read_text().splitlines()
+    assert len(lines) < 250, len(lines)
