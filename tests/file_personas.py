@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from relaybay_hook import tree as working_tree
-from sessions_app.models import FileEdit, FileNotice, FileReservation
+from sessions_app.models import FileEdit, FileNotice, FileReservation, HookLink
 
 from .message_personas import context_of
 
@@ -70,7 +70,9 @@ class Files:
         self.api = rb.api
 
     def start(self, name, hook_session, folder):
+        """A Claude Code session named `name` starting in `folder`; its row."""
         self.rb.hook("SessionStart", hook_session, source="startup", cwd=str(folder), relaybay_session=name)
+        return HookLink.objects.get(hook_session=hook_session).session
 
     def edit(self, hook_session, folder, file_path, **fields):
         payload = edit_payload(hook_session, folder, file_path, **fields)

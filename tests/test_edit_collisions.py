@@ -145,7 +145,7 @@ def test_a_tool_that_edits_nothing_is_not_checked(fs, trees, rb):
 
 def test_a_warning_goes_first_and_what_waits_for_the_session_follows_it_in_one_answer(fs, trees, rb):
     fs.start("alpha", "hook-a", trees.repo)
-    bravo = fs.start("bravo", "hook-b", trees.repo) or HookLink.objects.get(hook_session="hook-b").session
+    bravo = fs.start("bravo", "hook-b", trees.repo)
     fs.edit("hook-a", trees.repo, trees.repo / "src" / "app.py")
     rb.comment(bravo, "owner says check the tests")
     text = context_of(fs.edit("hook-b", trees.repo, trees.repo / "src" / "app.py"))
@@ -161,3 +161,36 @@ def test_the_hook_client_reports_its_working_tree_and_the_link_keeps_it(fs, tree
     assert payload["relaybay_tree"] == {"cwd": str(trees.worktree), "root": str(trees.worktree), "repository": str(trees.repo)}
     stored = Event.objects.filter(name="hook.PreToolUse").latest("pk").data
     assert "relaybay_tree" not in stored
+
+
+def test_the_migration_takes_file_content_out_of_events_stored_before():
+    """Events of edit tools stored before only paths were kept lose the files' content, and
+    their search entries follow (written again from what is left)."""
+    import importlib
+
+    from django.apps import apps as django_apps
+
+    from board.search import search
+    from tests.test_search import Editor
+
+    def stored(name, tool, tool_input, **data):
+        return Event.objects.create(name=f"hook.{name}", hook_session="hook-a", data={"tool_name": tool, "tool_input": tool_input, **data})
+
+    write = stored("PreToolUse", "Write", {"file_path": "/w/src/app.py", "content": "zq-content-secret"})
+    assert [row.pk for row in search("zq content secret").hits["event"]] == [write.pk]
+    edit = stored(
+        "PostToolUse", "Edit", {"file_path": "/w/src/app.py", "old_string": "zq-content-secret", "new_string": "x"},
+        tool_response={"filePath": "/w/src/app.py", "originalFile": "zq-content-secret", "structuredPatch": []},
+    )  # fmt: skip
+    failed = stored("PostToolUseFailure", "MultiEdit", {"file_path": "/w/src/app.py", "edits": []}, error="zq-content-secret not found")
+    bash = stored("PreToolUse", "Bash", {"command": "echo zq-content-kept"})
+    migration = importlib.import_module("sessions_app.migrations.0017_file_content_not_stored")
+    migration.content_not_stored(django_apps, Editor())
+    for event in (write, edit, failed, bash):
+        event.refresh_from_db()
+    assert write.data["tool_input"] == {"file_path": "/w/src/app.py", "content": "[not stored: file content]"}
+    assert edit.data["tool_response"] == {"filePath": "/w/src/app.py", "originalFile": "[not stored: file content]", "structuredPatch": "[not stored: file content]"}
+    assert failed.data["error"] == "[not stored: file content]"
+    assert bash.data["tool_input"] == {"command": "echo zq-content-kept"}
+    assert search("zq content secret").hits["event"] == []
+    assert write.pk in {row.pk for row in search("PreToolUse Write").hits["event"]}
