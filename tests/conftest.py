@@ -4,6 +4,8 @@ import os
 import pytest
 from django.conf import settings as django_settings
 
+from tests import devserver
+
 TOKEN = "test-token"
 OWNER_TOKEN = "test-owner-token"
 SERVICES_NEEDED = "PostgreSQL and Redis on 127.0.0.1 are needed for the scale-out configuration"
@@ -20,6 +22,8 @@ def pytest_configure(config):
     Passwords are hashed with a cheap hasher, as in healthchecks' tests: PBKDF2's deliberate
     cost would be paid for every owner a board test makes."""
     django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    # Live servers start on copies of one migrated database (tests/devserver.py).
+    devserver.use_migrated_templates()
     if _on_postgresql():
         import psycopg
 

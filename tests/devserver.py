@@ -15,15 +15,26 @@ socket: the kernel spreads connections evenly), and a restart gets the same port
 A server runs on the embedded default (SQLite in its data folder, in-memory channel layer)
 unless `env` names services; `scale_out_env()` gives a fresh PostgreSQL database and a Redis
 prefix of its own, for one or several servers that share them.
+
+With `use_migrated_templates()` (the tests call it; the benchmarks do not) a process migrates
+once per database kind and copies the result: a fresh SQLite data folder gets a copy of a
+migrated database file, a fresh PostgreSQL database is created from a migrated template
+(CREATE DATABASE … TEMPLATE), and their servers start without a `migrate` of their own. What
+each server runs on is the same schema and rows `migrate` writes; only the repeated Django
+starts and migrations are left out.
 """
 
 import atexit
+import contextlib
 import json
 import os
 import secrets
+import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -66,6 +77,85 @@ def listening_socket(port=0, reuseport=False):
     return sock
 
 
+# --- migrated once, copied ------------------------------------------------------------------
+
+_templates = {"on": False}
+_templates_lock = threading.Lock()
+# PostgreSQL databases created from a migrated template: their servers skip `migrate`.
+_migrated_databases = set()
+
+
+def use_migrated_templates():
+    """Fresh databases of this process are copies of one migrated database (module docstring)."""
+    _templates["on"] = True
+
+
+def _migrate(root, env):
+    run = subprocess.run([sys.executable, str(Path(root) / "manage.py"), "migrate", "--noinput"], cwd=root, env=env, capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(f"manage.py migrate failed:\n{run.stderr[-3000:]}")
+
+
+def _scratch_folder():
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="relaybay-migrated-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _migrated_sqlite(root):
+    """A migrated SQLite database file for the checkout at `root`, made once per process."""
+    key = ("sqlite", str(root))
+    with _templates_lock:
+        if key not in _templates:
+            data_dir = _scratch_folder() / "data"
+            _migrate(root, server_env(data_dir, "template-" + secrets.token_hex(8)))
+            database = data_dir / "relaybay.sqlite3"
+            # Everything in the one file: nothing of it left in a -wal beside it.
+            with contextlib.closing(sqlite3.connect(database)) as connection:
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            _templates[key] = database
+        return _templates[key]
+
+
+def _migrated_postgres_template(database_url):
+    """The name of a migrated template database on the PostgreSQL server of `database_url`,
+    made once per process (dropped at exit with the others it created)."""
+    import psycopg
+
+    admin = _admin_url(database_url)
+    key = ("postgres", admin)
+    with _templates_lock:
+        if key not in _templates:
+            name = "relaybay_template_" + secrets.token_hex(5)
+            with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(f"CREATE DATABASE {name}")
+            _created_databases.append((admin, name))
+            parts = urllib.parse.urlsplit(database_url)
+            url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{name}", "", ""))
+            _migrate(REPO_ROOT, server_env(_scratch_folder() / "data", "template-" + secrets.token_hex(8), DATABASE_URL=url))
+            _templates[key] = name
+        return _templates[key]
+
+
+def _create_database(admin, name, template=None):
+    """CREATE DATABASE, from `template` when given. A template's last connection (its migrate
+    just exited) may take a moment to leave the server: PostgreSQL refuses the copy meanwhile."""
+    import psycopg
+
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+            return
+        except psycopg.errors.ObjectInUse:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 # --- services --------------------------------------------------------------------------------
 
 _created_databases = []
@@ -85,13 +175,16 @@ def fresh_database(database_url):
     name = "relaybay_live_" + secrets.token_hex(5)
     admin = _admin_url(database_url)
     try:
-        with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
+        template = _migrated_postgres_template(database_url) if _templates["on"] else None
+        _create_database(admin, name, template)
     except psycopg.OperationalError as error:
         raise ServicesUnavailable(f"{SERVICES_NEEDED}: cannot create a database on {admin}: {error}") from None
     _created_databases.append((admin, name))
     parts = urllib.parse.urlsplit(database_url)
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{name}", "", ""))
+    url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, f"/{name}", "", ""))
+    if template:
+        _migrated_databases.add(url)
+    return url
 
 
 def drop_database(database_url):
@@ -233,11 +326,17 @@ class Server:
         return [line]
 
     def migrate(self):
-        run = subprocess.run(
-            [sys.executable, str(self.root / "manage.py"), "migrate", "--noinput"], cwd=self.root, env=self.env, capture_output=True, text=True
-        )
-        if run.returncode:
-            raise RuntimeError(f"manage.py migrate failed:\n{run.stderr[-3000:]}")
+        """`manage.py migrate` on the server's database; with migrated templates in use, a copy
+        of the migrated database instead when the data folder or the database is fresh."""
+        database_url = self.env.get("DATABASE_URL", "")
+        if _templates["on"] and database_url in _migrated_databases:
+            return
+        database = self.data_dir / "relaybay.sqlite3"
+        if _templates["on"] and not database_url and not database.exists():
+            shutil.copyfile(_migrated_sqlite(self.root), database)
+            database.chmod(0o600)
+            return
+        _migrate(self.root, self.env)
 
     def start(self, migrate=True, ready_timeout=60.0, ports=None):
         """Start the processes (on `ports`, one per url, when given: a restart) and wait until
