@@ -376,9 +376,18 @@ class FaultLoop:
                 self.relaybays.kill(i)
                 time.sleep(self.rng.uniform(0, 1.0))
                 self.relaybays.restart(i)
-            if self.outcome.faults["servers killed"] and (self.redis is None or self.outcome.faults["Redis pauses"]):
+            if self.every_fault_made():
                 self.faults_made.set()
         self.faulting.clear()
+
+    def every_fault_made(self):
+        """A server killed, Redis paused (with a Redis of the loop's own), and the consumers'
+        hook clients both killed mid-answer and given 20-300 ms."""
+        made = self.outcome.faults
+        return (
+            made["servers killed"] and (self.redis is None or made["Redis pauses"])
+            and made["hook clients killed mid-answer"] and made["hook clients given 20-300 ms"]
+        )
 
     def drain(self):
         """Hooks without faults until every stored item was shown and confirmed."""
