@@ -97,7 +97,7 @@ def row_of_folder_any(live, path):
 
 
 def query_events(live):
-    return json.dumps(query(live, "select * from sessions_app_event"))
+    return json.dumps(query(live, "select * from sessions_app_event"), default=str)
 
 
 def test_an_idle_interactive_session_under_the_plugin_is_woken_by_a_comment(relaybay, home, tmp_path):
