@@ -218,6 +218,7 @@ async def test_arguments_outside_the_schema_are_refused_as_tool_errors(mcp_sessi
     assert "'inbox', 'sent' or 'all'" in bad_box
 
 
+@pytest.mark.embedded_only  # no relaybay answers: the stdio server's own sentence
 async def test_an_unreachable_relaybay_is_a_tool_error_saying_how_to_start_it(live_relaybay, tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     async with stdio_session(live_relaybay, tmp_path, url=url) as mcp:
@@ -225,6 +226,7 @@ async def test_an_unreachable_relaybay_is_a_tool_error_saying_how_to_start_it(li
     assert f"relaybay is not reachable at {url}. Start it with `make run`" in refused
 
 
+@pytest.mark.embedded_only  # the token refused before any query: the stdio server's own sentence
 async def test_a_wrong_token_is_a_tool_error_naming_the_setting(live_relaybay, tmp_path):
     async with stdio_session(live_relaybay, tmp_path, token="not-the-token") as mcp:
         refused = error_text(await mcp.call_tool("sessions_list", {}))
@@ -303,6 +305,7 @@ def test_a_server_error_without_json_says_where_to_look():
         api.answer(response(502, text="<html>Bad gateway</html>"))
 
 
+@pytest.mark.embedded_only  # the stdio server's own imports
 def test_the_server_module_does_not_import_django():
     code = "import sys, mcp_server.stdio; sys.exit('django' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT).returncode == 0

@@ -176,6 +176,9 @@ def wait_on(server, hook, timeout=30):
     thread.start()
 
     class Waiting:
+        def done(self):
+            return "result" in box
+
         def result(self, timeout=40):
             thread.join(timeout)
             assert "result" in box, "the long poll did not return"
@@ -239,7 +242,7 @@ def test_of_waiters_started_together_on_both_processes_exactly_one_keeps_waiting
     idle(second, "hook-napper", "napper")
     waiters = [wait_on(cluster[i % 2], "hook-napper", timeout=20) for i in range(6)]
     # Every older waiter hears that it was replaced; the one the database names stays.
-    time.sleep(3)
+    wait_until(lambda: sum(waiting.done() for waiting in waiters) == 5, what="five waiters replaced")
     current = waiter_of(first, "hook-napper")
     assert current
     status, sent = send(first, "nudger", "hook-nudger", "napper", "only one of you")

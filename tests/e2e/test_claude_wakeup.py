@@ -47,6 +47,7 @@ def hook_processes(session_id):
     return found
 
 
+@pytest.mark.embedded_only  # the hook client's own choice not to wait under `claude -p`
 def test_a_p_turn_under_the_default_config_leaves_no_waiting_waiter(live_relaybay, model, claude, default_settings, named):
     model.add_steps(text("one turn, done"))
 
