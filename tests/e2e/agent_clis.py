@@ -139,13 +139,31 @@ def start_codex_tui(codex, cwd, *, trust_hooks=True, ready_timeout=60.0):
     try:
         if trust_hooks:
             session.wait_for_screen("Hooks need review", timeout=ready_timeout)
-            session.tmux("send-keys", "-t", session.name, "Down")
+            choose_on_screen(session, "2. Trust all and continue")
             session.tmux("send-keys", "-t", session.name, "Enter")
         session.wait_for_screen("Ask Codex to do anything", timeout=ready_timeout)
     except BaseException:
         stop_codex_tui(codex, session)
         raise
     return session
+
+
+def choose_on_screen(session, choice, timeout=30.0):
+    """Move a TUI's menu selection (`› N. …`) onto `choice` with the arrow keys. The menu can be
+    drawn before it takes keys, so each key is sent once the screen shows where the selection is."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = session.screen()
+        selected = next((line.split("›", 1)[1].strip() for line in shown.splitlines() if "›" in line), "")
+        if selected.startswith(choice):
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{choice!r} not selected within {timeout} s:\n{shown}")
+        wanted, at = int(choice.split(".", 1)[0]), selected.split(".", 1)[0]
+        session.tmux("send-keys", "-t", session.name, "Up" if at.isdigit() and int(at) > wanted else "Down")
+        time.sleep(0.3)
 
 
 def type_into_codex(session, text):
