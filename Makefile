@@ -60,7 +60,9 @@ run: migrate
 # whose path reaches them (their SQL runs on each database) and the end-to-end tests whose path
 # crosses them (delivery, wake-ups, live pages, native rows). A test neither reaches (pytest mark
 # embedded_only: a client's or a page's own behaviour, the hook client against its stub server,
-# an install of its own on the embedded default) runs once, on the embedded pass; one that starts
+# each way of connecting a CLI (Codex's and Gemini's dialects, the Claude Code plugin: their
+# paths into relaybay run on both passes under claude_config and in the mixed fleet), an install
+# of its own on the embedded default) runs once, on the embedded pass; one that starts
 # relaybay processes on PostgreSQL + Redis whatever the pass (mark scale_out) runs once, on the
 # scale-out pass. A service that does not answer fails the run; nothing is skipped.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test

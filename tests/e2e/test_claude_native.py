@@ -234,6 +234,7 @@ def test_an_idle_interactive_session_is_woken_by_a_native_message_and_it_is_mark
 def test_a_held_message_waits_in_the_inbox_then_is_marked_denied_when_denied_in_that_terminal(live, peers, tmp_path):
     alpha, bravo = peers
     go = tmp_path / "alpha-may-finish"
+    heard = tmp_path / "alpha-heard-of-the-denial"
     with start_interactive(
         model_url=bravo.model.url,
         cwd=bravo.cwd,
@@ -249,7 +250,8 @@ def test_a_held_message_waits_in_the_inbox_then_is_marked_denied_when_denied_in_
             # The sender hears of its message at tool results: the held notice at the first, the
             # denial at whichever result follows its arrival over the socket (seen: one or more
             # later), so alpha keeps working for a while after the user denies it.
-            *[tool("Bash", {"command": f"sleep 0.5; echo tick {i}"}) for i in range(20)],
+            # Once the denial is on record the remaining ticks end at once.
+            *[tool("Bash", {"command": f"[ -e {heard} ] || sleep 0.5; echo tick {i}"}) for i in range(20)],
             text("alpha finished"),
         )
         thread, _ = alpha.start("tell bravo", permission_mode="bypassPermissions")
@@ -263,11 +265,13 @@ def test_a_held_message_waits_in_the_inbox_then_is_marked_denied_when_denied_in_
             # Deny is the dialog's first choice: the user answers it in that terminal.
             terminal.tmux("send-keys", "-t", terminal.name, "Enter")
             wait_until(lambda: "Held message from another session" not in terminal.screen())
+            # alpha hears of it at a tool result: a delivery notice carrying the msg_id.
+            go.touch()
+            wait_until(lambda: native_rows(live, alpha)[-1][1] == "denied", timeout=60)
         finally:
             go.touch()
+            heard.touch()
             thread.join(120)
-        # alpha hears of it with its next prompt: a delivery notice carrying the msg_id.
-        wait_until(lambda: native_rows(live, alpha)[-1][1] == "denied", timeout=60)
     [(message_id, state, native_id, delivered_at, sender, recipient, body)] = native_rows(live, alpha)
     assert (delivered_at, sender, recipient) == (None, alpha.name, bravo.name)
     assert f'id="inbox-{message_id}"' not in owner.page("/inbox/")

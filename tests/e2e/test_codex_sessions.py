@@ -17,6 +17,10 @@ from tests.e2e.model_server import tool
 from tests.e2e.relaybay_cli import manage, query
 from tests.live_server import LiveRelaybay, start_relaybay, stop_relaybay
 
+# Once, on the embedded pass: what is Codex's own here is its dialect (the payload in, the answer
+# out) and the CLI's reading of its files, the same on either database; the delivery path they
+# reach runs on both under Claude Code and in tests/e2e/test_mixed_fleet.py.
+pytestmark = pytest.mark.embedded_only
 SEND = "mcp__relaybay__message_send"
 
 
@@ -153,7 +157,6 @@ def test_a_codex_session_whose_hooks_are_not_trusted_is_flagged_on_the_board(rel
     assert query(relaybay, "select count(*) from sessions_app_unheardsession")[0][0] == 0
 
 
-@pytest.mark.embedded_only  # the person's files and the CLI's reading of them: no database in it
 def test_disconnect_leaves_codex_as_it_was_and_its_sessions_unconnected(relaybay, model, tmp_path, folder):
     cli = Codex(tmp_path / "home", model.url)
     config = cli.codex_home / "config.toml"

@@ -13,6 +13,10 @@ from tests.e2e.model_server import tool
 from tests.e2e.relaybay_cli import manage, query
 from tests.live_server import LiveRelaybay, start_relaybay, stop_relaybay
 
+# Once, on the embedded pass: what is Gemini's own here is its dialect (the payload in, the answer
+# out) and the CLI's reading of its files, the same on either database; the delivery path they
+# reach runs on both under Claude Code and in tests/e2e/test_mixed_fleet.py.
+pytestmark = pytest.mark.embedded_only
 SEND = "mcp__relaybay__message_send"
 
 
@@ -132,7 +136,6 @@ def test_relaybay_tools_are_offered_and_a_message_from_gemini_is_verified(relayb
     assert "gemini-says-hello-41" not in events
 
 
-@pytest.mark.embedded_only  # the person's files and the CLI's reading of them: no database in it
 def test_disconnect_leaves_gemini_as_it_was_and_its_sessions_unconnected(relaybay, model, tmp_path, folder):
     cli = Gemini(tmp_path / "home", model.url)
     path = cli.home / ".gemini" / "settings.json"

@@ -132,6 +132,9 @@ def test_plain_sessions_go_by_their_folders_and_a_message_and_a_comment_wake_the
     print(f"send to the idle recipient's model request: {woken_after:.2f} s (includes the sender's own turn)")
 
 
+# The clients' own behaviour across a restart (the stdio MCP server, the wake-up hook's retries):
+# once, on the embedded pass; a restart on PostgreSQL + Redis is tests/test_faults.py's.
+@pytest.mark.embedded_only
 def test_a_session_started_before_a_relaybay_restart_keeps_its_tools_and_its_wake_up(relaybay, fleet):
     api, api_model, api_folder, api_name = fleet["api"]
     web, web_model, web_folder, web_name = fleet["web"]

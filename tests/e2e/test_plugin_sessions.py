@@ -20,6 +20,9 @@ from tests.e2e.test_claude_comments import wait_until
 from tests.e2e.test_plain_sessions import row_of_folder, waiting
 from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, restart_relaybay, server_env, start_relaybay, stop_relaybay
 
+# Once, on the embedded pass: the plugin is a way to connect, its hooks and MCP calls reach the
+# same paths as a `claude_config` session's (tests/e2e/test_plain_sessions.py, on both databases).
+pytestmark = pytest.mark.embedded_only
 PREFIX = "mcp__plugin_relaybay_relaybay__"
 TOOLS = "Bash mcp__plugin_relaybay_relaybay"
 
