@@ -11,6 +11,8 @@ relaybay (daphne, SQLite) on a throwaway data folder. Each case has a HOME of it
   http tool hooks   PreToolUse as a Claude Code http hook (no process per tool call)
   stdio MCP         the stdio MCP server (claude_config's default) instead of the http server
   hooks only        the plugin's hooks without its MCP server
+  empty hooks       the plugin's events with `true` for every hook and no MCP server: what
+                    Claude Code itself costs to run them, the floor under any hook client
 Each case runs two turns, interleaved with the other cases' so load from other work hits all
 alike: 10 tool calls (Bash `true`, one per model step, then text), and one text answer. From
 their medians: the turn ratio to bare, the milliseconds relaybay adds per tool call
@@ -90,6 +92,18 @@ def hooks_only(plugin):
     (plugin / ".mcp.json").unlink()
 
 
+def empty_hooks(plugin):
+    """The plugin's hooks on the same events, each command `true`, and no MCP server: what Claude
+    Code itself spends running a plugin's hooks, the floor under any hook client."""
+    (plugin / ".mcp.json").unlink()
+
+    def change(data):
+        for groups in data["hooks"].values():
+            for group in groups:
+                group["hooks"] = [{"type": "command", "command": "true", "timeout": 10}]
+    edit_json(plugin / "hooks" / "hooks.json", change)
+
+
 def install(home, cli_env, marketplace, values):
     def claude(*args, stdin=None):
         done = subprocess.run([claude_bin(), *args], env=cli_env(home), input=stdin, text=True, capture_output=True)
@@ -119,7 +133,7 @@ def main():
             def cli_env(home):
                 return {**claude_env(model.url, home, cwd=project), "PATH": f"{Path(claude_bin()).parent}:/usr/bin:/bin"}
 
-            homes = {name: workdir / "homes" / name for name in ("bare", "plugin", "tools whole", "http tool hooks", "stdio MCP", "hooks only")}
+            homes = {name: workdir / "homes" / name for name in ("bare", "plugin", "tools whole", "http tool hooks", "stdio MCP", "hooks only", "empty hooks")}
             for home in homes.values():
                 home.mkdir(parents=True)
                 cli_env(home)  # prepares HOME/.claude.json
@@ -131,7 +145,7 @@ def main():
                 (homes["plugin"] / ".claude" / "settings.json").read_text()
             )["pluginConfigs"]["relaybay@relaybay-local"]["options"]
             values["token"] = server.token
-            for name, change in (("tools whole", always_load), ("http tool hooks", http_tool_hooks(server.url, server.token)), ("stdio MCP", stdio_mcp), ("hooks only", hooks_only)):
+            for name, change in (("tools whole", always_load), ("http tool hooks", http_tool_hooks(server.url, server.token)), ("stdio MCP", stdio_mcp), ("hooks only", hooks_only), ("empty hooks", empty_hooks)):
                 install(homes[name], cli_env, variant(workdir, name.replace(" ", "-"), change), values)
 
             kinds = {f"{TOOL_CALLS} tool calls": TOOL_CALLS, "text only": 0}
