@@ -20,7 +20,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import (  # noqa: E402
-    VENV_BIN,
     Backend,
     Client,
     Server,
@@ -32,6 +31,7 @@ from bench.harness import (  # noqa: E402
     write_lua,
 )
 from bench.throughput import SESSIONS, TURN  # noqa: E402
+from tests.devserver import VENV_BIN  # noqa: E402
 
 # py-spy frames look like "qualname (path/relative/to/site-packages.py:line)".
 def _in(*paths):
