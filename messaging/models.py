@@ -115,7 +115,10 @@ class SessionMessage(models.Model):
             models.Index(fields=["id"], condition=Q(needs_owner=True, owner_seen_at=None), name="message_needs_owner"),
             models.Index(fields=["native_id"], condition=~Q(native_id=""), name="message_native_id"),
             models.Index(fields=["native_digest", "id"], condition=~Q(native_digest=""), name="message_native_digest"),
-            models.Index(fields=["id"], condition=Q(channel="native", state="held"), name="message_native_held"),
+            # The Inbox's held native messages, counted on every board page. Its columns are
+            # the query's equalities, so that SQLite, with no statistics, searches it rather than
+            # scanning message_pending (every undelivered message) for `delivered_at IS NULL`.
+            models.Index(fields=["state", "delivered_at", "id"], condition=Q(channel="native", state="held"), name="message_native_held"),
         ]
 
     def __str__(self):

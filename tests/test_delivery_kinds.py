@@ -94,3 +94,34 @@ def test_what_waits_is_found_through_the_pending_index_not_by_walking_delivered_
                 cursor.execute("EXPLAIN QUERY PLAN " + query["sql"])
                 plan = [row[-1] for row in cursor.fetchall() if row[-1].startswith(("SEARCH", "SCAN")) and "sessions_app_session" not in row[-1] and "CONSTANT ROW" not in row[-1]]
                 assert plan and all(re.search(r"INDEX (message|comment|file_notice)_(pending|offered) ", step) for step in plan), plan
+
+
+def test_the_inbox_count_on_every_board_page_searches_its_own_partial_indexes():
+    """Each board page counts what waits on the owner (messaging/reads.inbox_querysets), one
+    queryset a partial index. Undelivered mail makes message_pending tempting for a held native
+    message's `delivered_at IS NULL`; on SQLite (no statistics) message_native_held leads with the
+    query's equalities, so it is searched instead of every undelivered message being walked."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from messaging import reads
+
+    me = Session.objects.create(kind=Session.Kind.HOOK, title="me")
+    other = Session.objects.create(kind=Session.Kind.HOOK, title="other")
+    SessionMessage.objects.bulk_create(
+        SessionMessage(sender=other, sender_name="other", recipient=me, recipient_name="me", body=f"m{i}") for i in range(30)
+    )
+    with CaptureQueriesContext(connection) as asked:
+        assert reads.inbox_count() == 0
+    expected = ["message_needs_owner", "message_unread", "message_held", "message_native_held"]
+    assert len(asked.captured_queries) == len(expected)
+    with connection.cursor() as cursor:
+        columns = connection.introspection.get_constraints(cursor, SessionMessage._meta.db_table)["message_native_held"]["columns"]
+        assert columns == ["state", "delivered_at", "id"]
+        if connection.vendor == "sqlite":
+            for query, index in zip(asked.captured_queries, expected):
+                cursor.execute("EXPLAIN QUERY PLAN " + query["sql"])
+                plan = [row[-1] for row in cursor.fetchall() if row[-1].startswith(("SEARCH", "SCAN"))]
+                assert plan == [step for step in plan if f"INDEX {index} " in step or step.endswith(f"INDEX {index}")] and plan, (index, plan)
+            cursor.execute("EXPLAIN QUERY PLAN " + asked.captured_queries[-1]["sql"])
+            assert any(row[-1].startswith("SEARCH session_message USING INDEX message_native_held") for row in cursor.fetchall())
