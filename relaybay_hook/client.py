@@ -56,9 +56,10 @@ def with_field(payload, name, value):
 
 
 def with_tree(payload):
-    """Add relaybay_tree to a PreToolUse payload: the working tree the hook runs in, its root and
-    repository (relaybay_hook/tree.py), which relaybay ties the file an edit names to."""
-    if b'"PreToolUse"' not in payload:
+    """Add relaybay_tree to a PreToolUse payload (Gemini CLI's BeforeTool): the working tree the
+    hook runs in, its root and repository (relaybay_hook/tree.py), which relaybay ties the file
+    an edit names to."""
+    if b'"PreToolUse"' not in payload and b'"BeforeTool"' not in payload:
         return payload
     from relaybay_hook import tree
     try:

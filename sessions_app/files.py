@@ -27,6 +27,7 @@ from .feed import feed_row, record_event
 from .models import FileEdit, FileNotice, FileReservation, HookLink, Session, relative_to
 
 CLAUDE_CODE = Session.Engine.CLAUDE_CODE
+GEMINI = Session.Engine.GEMINI
 # Each agent CLI's tools that write files, and the fields of their input that name the file. The
 # edit check (sessions_app/hooks/edits.py) and what is stored of their calls read this table
 # alone, so another engine's edit tools are one more entry.
@@ -36,6 +37,11 @@ EDIT_TOOLS = {
         "Write": ("file_path",),
         "MultiEdit": ("file_path",),
         "NotebookEdit": ("notebook_path",),
+    },
+    # Gemini CLI 0.61.0 (seen): its BeforeTool and AfterTool name the file in `file_path`.
+    GEMINI: {
+        "write_file": ("file_path",),
+        "replace": ("file_path",),
     },
 }
 NOT_STORED = "[not stored: file content]"

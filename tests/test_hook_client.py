@@ -649,11 +649,13 @@ def test_a_pretooluse_carries_the_working_tree_the_hook_runs_in(stub, spool, tmp
     run_hook(s.url, spool, event(1, 'PreToolUse', tool_name='Edit'), cwd=worktree / 'src')
     run_hook(s.url, spool, event(2, 'PostToolUse'), cwd=worktree / 'src')
     run_hook(s.url, spool, event(3, 'PreToolUse'))
-    first, second, third = (json.loads(request['body']) for request in s.requests)
+    run_hook(s.url, spool, event(4, 'BeforeTool', tool_name='write_file'), cwd=worktree / 'src')
+    first, second, third, fourth = (json.loads(request['body']) for request in s.requests)
     real = lambda path: os.path.realpath(path)  # noqa: E731
     assert first['relaybay_tree'] == {'cwd': real(worktree / 'src'), 'root': real(worktree), 'repository': real(repo)}
     assert 'relaybay_tree' not in second  # only a PreToolUse: the event before an edit
     assert 'relaybay_tree' not in third  # outside any working tree
+    assert fourth['relaybay_tree'] == first['relaybay_tree']  # Gemini CLI's PreToolUse
 
 
 # --------------------------------------------------------------------------- wait mode

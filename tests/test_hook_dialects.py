@@ -151,6 +151,42 @@ def test_gemini_before_tool_fills_in_the_session_for_relaybay_tools_and_only_tho
 # --- One board for the three ----------------------------------------------------------------
 
 
+def test_a_gemini_edit_of_a_file_another_session_holds_is_denied_in_gemini_s_dialect(hook, api, tmp_path):
+    """Gemini CLI's write_file and replace are edit tools (sessions_app/files.py): an exclusive
+    reservation of another live session stops them with Gemini's own deny, and the edit check
+    runs as for Claude Code's Edit."""
+    (tmp_path / ".git").mkdir()
+    hook("SessionStart", "cc-holder", cwd=str(tmp_path), source="startup")
+    reserved = api.post("/files_reserve", {"paths": ["notes/*.md"], "hook_session": "cc-holder", "reason": "rewriting the notes"})
+    assert reserved.status_code == 200, reserved.content
+    gemini(hook, "SessionStart", "gm-editor", cwd=str(tmp_path))
+    target = str(tmp_path / "notes" / "plan.md")
+    for tool, tool_input in (("write_file", {"file_path": target, "content": "gemini-file-content-31"}),
+                             ("replace", {"file_path": target, "old_string": "a", "new_string": "gemini-file-content-32"})):
+        answer = gemini(hook, "BeforeTool", "gm-editor", cwd=str(tmp_path), tool_name=tool, tool_input=tool_input)
+        assert answer["decision"] == "deny" and "hookSpecificOutput" not in answer, answer
+        assert "reserved exclusively by another live session" in answer["reason"] and "rewriting the notes" in answer["reason"]
+    assert Event.objects.filter(name="file.denied").count() == 2
+    # Its file content is stored no more than Claude Code's: the calls and their results.
+    gemini(hook, "AfterTool", "gm-editor", cwd=str(tmp_path), tool_name="write_file",
+           tool_input={"file_path": target, "content": "gemini-file-content-33"},
+           tool_response={"llmContent": "Successfully wrote: gemini-file-content-33", "returnDisplay": {"fileDiff": "+gemini-file-content-33"}})
+    stored = json.dumps([e.data for e in Event.objects.all()])
+    assert "gemini-file-content" not in stored and target in stored
+
+
+def test_a_gemini_edit_is_noted_and_the_claude_session_that_edited_the_file_hears_of_it(hook, tmp_path):
+    (tmp_path / ".git").mkdir()
+    target = str(tmp_path / "src" / "app.py")
+    hook("SessionStart", "cc-editor", cwd=str(tmp_path), source="startup")
+    hook("PreToolUse", "cc-editor", cwd=str(tmp_path), tool_name="Edit", tool_input={"file_path": target, "old_string": "a", "new_string": "b"})
+    gemini(hook, "SessionStart", "gm-second", cwd=str(tmp_path))
+    answer = gemini(hook, "BeforeTool", "gm-second", cwd=str(tmp_path), tool_name="replace", tool_input={"file_path": target, "old_string": "b", "new_string": "c"})
+    assert "decision" not in answer
+    heard = context(hook("UserPromptSubmit", "cc-editor", cwd=str(tmp_path), prompt="go on"))
+    assert f'session "{row_of("gm-second").public_name}" is now editing src/app.py' in heard, heard
+
+
 def test_a_session_of_another_cli_in_the_same_folder_gets_a_row_of_its_own(hook):
     hook("SessionStart", "cc-1", cwd="/work/shop")
     hook("SessionEnd", "cc-1", cwd="/work/shop", reason="exit")

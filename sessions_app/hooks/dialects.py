@@ -7,7 +7,7 @@ answers. Gemini CLI 0.61.0 names its events its own way and answers a Stop diffe
 | Gemini CLI  | relaybay's handling | what its answer can carry to the model |
 |---|---|---|
 | BeforeAgent | UserPromptSubmit | `additionalContext`, as `<hook_context>` after the prompt |
-| BeforeTool  | PreToolUse       | nothing: Gemini ignores `additionalContext` there; `tool_input` merges into the call's arguments |
+| BeforeTool  | PreToolUse       | no context (Gemini ignores `additionalContext` there); `tool_input` merges into the call's arguments; `{"decision": "deny", "reason": …}` stops the call |
 | AfterTool   | PostToolUse      | `additionalContext`, as `<hook_context>` after the tool's result |
 | AfterAgent  | Stop             | `{"decision": "deny", "reason": …}`: the reason is sent as a new user turn |
 
@@ -82,6 +82,16 @@ def dialect_of(payload):
     name = payload["hook_event_name"]
     event = GEMINI_EVENTS.get(name, name) if engine == Engine.GEMINI else name
     return Dialect(engine=engine, name=name, event=event)
+
+
+def denied(dialect, reason):
+    """The answer that stops a tool call before it runs, with the reason its model reads: Claude
+    Code's and Codex CLI's PreToolUse `permissionDecision: "deny"`; Gemini CLI's BeforeTool
+    `decision: "deny"` (seen, 0.61.0: the tool does not run and the model gets "Tool execution
+    blocked: REASON")."""
+    if dialect.engine == Engine.GEMINI:
+        return {"decision": "deny", "reason": reason}
+    return {"hookSpecificOutput": {"hookEventName": dialect.name, "permissionDecision": "deny", "permissionDecisionReason": reason}}
 
 
 def caller_filled_in(dialect, payload):

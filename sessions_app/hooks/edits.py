@@ -3,7 +3,7 @@
 A PreToolUse of an edit tool (sessions_app.files.EDIT_TOOLS) names the file it will write. Before
 the tool runs, relaybay ties the path to its working tree (sessions_app/paths.py) and asks the
 two rules of sessions_app/files.py: an exclusive reservation of another live session over the
-file denies the edit (Claude Code's `permissionDecision: "deny"`, so the file is untouched);
+file denies the edit (dialects.denied: the CLI does not run the tool, so the file is untouched);
 otherwise the edit is noted, and the session's model is warned of the live sessions that edited
 the same file lately and of shared reservations over it, while each of those sessions hears at
 its next hook that this one is editing a file it changed (a FileNotice, delivered as comments
@@ -21,7 +21,7 @@ from core.pings import ping
 from .. import directory, files, paths
 from ..feed import feed_row
 from ..models import FileNotice, Session
-from . import delivery
+from . import delivery, dialects
 from .delivery import Deliverable
 
 # What one warning lists at most; the rest are counted. Keeps a warning well inside one answer.
@@ -67,8 +67,8 @@ class EditCheck:
     feed: list = field(default_factory=list)
     pending: tuple | None = None
 
-    def deny_answer(self):
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": self.deny}}
+    def deny_answer(self, dialect):
+        return dialects.denied(dialect, self.deny)
 
 
 NOTHING = EditCheck()

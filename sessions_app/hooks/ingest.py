@@ -84,13 +84,13 @@ def _clip(value, limit):
     return text[:limit] + f"… [truncated: {len(text)} characters in all]"
 
 
-def stored_fields(payload):
+def stored_fields(payload, engine=dialects.Engine.CLAUDE_CODE):
     """The event's data: the payload without message text and file content (cut before
     clipping, which would turn a field into a string holding the text) and with long fields
     clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
     fields = [(k, v) for k, v in payload.items() if k not in NOT_STORED]
-    data = files.without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])))
+    data = files.without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])), engine)
     data = {k: _clip(v, limit) for k, v in data.items()}
     if len(fields) > STORED_FIELDS_MAX:
         data["relaybay_not_stored"] = f"{len(fields) - STORED_FIELDS_MAX} more fields"
@@ -261,7 +261,7 @@ def _carried(link, dialect, payload, note, confirming, check):
         return {**answer, "systemMessage": note} if note else answer
     if check.deny:
         # The tool does not run; what waits goes with the session's next hook.
-        return check.deny_answer()
+        return check.deny_answer(dialect)
     warned = delivery.context_answer(dialect.name, delivery.Delivery(), before=check.warning) if check.warning else {}
     if not _delivers(link, dialect):
         return warned
@@ -287,7 +287,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
     process = "" if replay else process
     with transaction.atomic():
         link, note = _link(hook_session, dialect, payload, process, now)
-        event = feed_row(f"hook.{event_name}", session_id=link.session_id, hook_session=hook_session, data=stored_fields(payload), replay=replay, happened_at=spooled_at)
+        event = feed_row(f"hook.{event_name}", session_id=link.session_id, hook_session=hook_session, data=stored_fields(payload, dialect.engine), replay=replay, happened_at=spooled_at)
         if not replay and not identity.speaks_for(link, process, now):
             # The hook names a session another running process proves (docs/rules.md §1.5):
             # recorded for the owner, and nothing of that session changes or is handed over.

@@ -97,9 +97,12 @@ class Gemini:
             {"GEMINI_API_KEY": GEMINI_KEY, "GOOGLE_GEMINI_BASE_URL": self.model_url, "GEMINI_CLI_TRUST_WORKSPACE": "true", **(extra or {})},
         )
 
-    def run(self, prompt, *, cwd, resume=None, session_id=None, extra_env=None, timeout=150):
-        """One turn, `gemini -p` (with `--resume ID` or `--session-id ID`)."""
+    def run(self, prompt, *, cwd, resume=None, session_id=None, approval_mode=None, extra_env=None, timeout=150):
+        """One turn, `gemini -p` (with `--resume ID` or `--session-id ID`; `--approval-mode
+        auto_edit` offers `-p` its edit tools)."""
         args = [binary(GEMINI_BIN), "-p", prompt, "--output-format", "json"]
+        if approval_mode:
+            args += ["--approval-mode", approval_mode]
         if resume:
             args += ["--resume", resume]
         if session_id:

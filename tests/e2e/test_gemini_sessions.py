@@ -3,6 +3,7 @@ a scripted Gemini API server, connected the way a person connects it: `manage.py
 into a throwaway HOME whose ~/.gemini/settings.json already holds the person's own settings."""
 
 import json
+import subprocess
 import uuid
 
 import pytest
@@ -148,3 +149,29 @@ def test_disconnect_leaves_gemini_as_it_was_and_its_sessions_unconnected(relayba
     cli.run("hello", cwd=folder)
     assert links_of(relaybay, folder) == []
     assert not any(name.startswith("mcp_relaybay") for name in model.tool_names(model.requests[0]))
+
+
+def test_a_gemini_edit_of_a_file_another_session_reserved_is_blocked_and_the_file_untouched(relaybay, gemini, model, folder, tmp_path):
+    """Two Gemini sessions in one checkout: the first reserves notes/*.md with relaybay's tool and,
+    while its turn runs, the second's write_file of notes/plan.md is stopped by its BeforeTool
+    hook (Gemini's deny), so the file keeps its text and the model is told who holds it."""
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    (folder / "notes").mkdir()
+    plan = folder / "notes" / "plan.md"
+    plan.write_text("the original plan\n")
+    with GeminiServer() as second_model:
+        second = Gemini(tmp_path / "home-second", second_model.url)
+        manage_as(relaybay, second.home, "connect", "gemini")
+        second_model.add_steps(tool("write_file", {"file_path": str(plan), "content": "gemini-overwrite-58"}), text("second done"))
+        model.add_steps(
+            tool("mcp__relaybay__files_reserve", {"paths": ["notes/*.md"], "reason": "rewriting the notes"}),
+            text("reserved", before=lambda: second.run("rewrite the plan", cwd=folder, approval_mode="auto_edit")),
+        )
+        gemini.run("reserve the notes", cwd=folder)
+        told = "\n".join(second_model.request_texts())
+    assert plan.read_text() == "the original plan\n"
+    assert "Tool execution blocked: relaybay denied this edit" in told and "rewriting the notes" in told, told[-2000:]
+    # The tool's result as Gemini sends it back is JSON, its quotes escaped.
+    assert f'reserved exclusively by another live session, \\"{folder.name}\\"' in told
+    assert query(relaybay, "select count(*) from sessions_app_event where name = 'file.denied'")[0][0] == 1
+    assert "gemini-overwrite-58" not in json.dumps(query(relaybay, "select data from sessions_app_event"))
