@@ -27,6 +27,7 @@ from .feed import feed_row, record_event
 from .models import FileEdit, FileNotice, FileReservation, HookLink, Session, relative_to
 
 CLAUDE_CODE = Session.Engine.CLAUDE_CODE
+CODEX = Session.Engine.CODEX
 GEMINI = Session.Engine.GEMINI
 # Each agent CLI's tools that write files, and the fields of their input that name the file. The
 # edit check (sessions_app/hooks/edits.py) and what is stored of their calls read this table
@@ -38,12 +39,21 @@ EDIT_TOOLS = {
         "MultiEdit": ("file_path",),
         "NotebookEdit": ("notebook_path",),
     },
+    # Codex CLI 0.171.0 (seen): apply_patch's PreToolUse holds the patch in `command`, which
+    # names its files (PATCH_TOOLS).
+    CODEX: {
+        "apply_patch": ("command",),
+    },
     # Gemini CLI 0.61.0 (seen): its BeforeTool and AfterTool name the file in `file_path`.
     GEMINI: {
         "write_file": ("file_path",),
         "replace": ("file_path",),
     },
 }
+# Edit tools whose field is a patch in Codex's format, its files named by these headers.
+PATCH_TOOLS = {(CODEX, "apply_patch")}
+PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+PATCHED_MAX = 200  # files of one patch the edit check looks at
 NOT_STORED = "[not stored: file content]"
 # What an edit tool's result holds besides the file's content (old and new text, the patch,
 # the whole original file): kept in its stored event.
@@ -68,7 +78,24 @@ def edited_paths(tool_name, tool_input, engine=CLAUDE_CODE):
     fields = edit_fields(tool_name, engine)
     if not fields or not isinstance(tool_input, dict):
         return []
-    return [tool_input[name] for name in fields if isinstance(tool_input.get(name), str)]
+    given = [tool_input[name] for name in fields if isinstance(tool_input.get(name), str)]
+    if (engine, tool_name) in PATCH_TOOLS:
+        return [path for patch in given for path in patched_files(patch)]
+    return given
+
+
+def patched_files(patch):
+    """The files a patch in Codex's apply_patch format adds, updates, deletes or moves to, each
+    once, in order, at most PATCHED_MAX."""
+    found = []
+    for line in patch.splitlines():
+        header = next((h for h in PATCH_HEADERS if line.startswith(h)), None)
+        path = line[len(header):].strip() if header else ""
+        if path and path not in found:
+            found.append(path)
+            if len(found) == PATCHED_MAX:
+                break
+    return found
 
 
 def without_file_content(payload, engine=CLAUDE_CODE):
@@ -78,6 +105,11 @@ def without_file_content(payload, engine=CLAUDE_CODE):
     fields = edit_fields(payload.get("tool_name"), engine)
     if not fields:
         return payload
+    if (engine, payload.get("tool_name")) in PATCH_TOOLS:
+        # A patch is the files' content: of it only the files it names are kept.
+        fields = ("files",)
+        tool_input = payload.get("tool_input")
+        payload = {**payload, "tool_input": {**tool_input, "files": edited_paths(payload["tool_name"], tool_input, engine)}} if isinstance(tool_input, dict) else payload
     data = dict(payload)
     for key, kept in (("tool_input", fields), ("tool_response", RESPONSE_KEPT)):
         value = data.get(key)

@@ -187,6 +187,31 @@ def test_a_gemini_edit_is_noted_and_the_claude_session_that_edited_the_file_hear
     assert f'session "{row_of("gm-second").public_name}" is now editing src/app.py' in heard, heard
 
 
+PATCH = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-codex-old-line-61\n+codex-new-line-62\n*** Add File: notes/plan.md\n+codex-new-file-63\n*** End Patch\n"
+
+
+def test_a_codex_apply_patch_is_checked_for_every_file_its_patch_names(hook, api, tmp_path):
+    """Codex CLI's apply_patch names its files inside the patch (sessions_app/files.PATCH_TOOLS):
+    a file another session edited is warned of, one another holds exclusively is denied in
+    Claude Code's dialect, which Codex speaks, and the patch itself is not stored."""
+    (tmp_path / ".git").mkdir()
+    hook("SessionStart", "cc-owner", cwd=str(tmp_path), source="startup")
+    hook("PreToolUse", "cc-owner", cwd=str(tmp_path), tool_name="Edit", tool_input={"file_path": str(tmp_path / "src" / "app.py"), "old_string": "a", "new_string": "b"})
+    codex(hook, "SessionStart", "cx-patcher", cwd=str(tmp_path))
+    warned = codex(hook, "PreToolUse", "cx-patcher", cwd=str(tmp_path), tool_name="apply_patch", tool_input={"command": PATCH})
+    assert "src/app.py" in context(warned) and "another live session's file too" in context(warned)
+    heard = context(hook("UserPromptSubmit", "cc-owner", cwd=str(tmp_path), prompt="go on"))
+    assert f'session "{row_of("cx-patcher").public_name}" is now editing src/app.py' in heard, heard
+    reserved = api.post("/files_reserve", {"paths": ["notes/**"], "hook_session": "cc-owner", "reason": "planning"})
+    assert reserved.status_code == 200, reserved.content
+    denied = codex(hook, "PreToolUse", "cx-patcher", cwd=str(tmp_path), tool_name="apply_patch", tool_input={"command": PATCH})
+    output = denied["hookSpecificOutput"]
+    assert output["permissionDecision"] == "deny" and "notes/plan.md" in output["permissionDecisionReason"], denied
+    stored = json.dumps([e.data for e in Event.objects.all()])
+    assert "codex-old-line" not in stored and "codex-new" not in stored
+    assert '"files": ["src/app.py", "notes/plan.md"]' in stored
+
+
 def test_a_session_of_another_cli_in_the_same_folder_gets_a_row_of_its_own(hook):
     hook("SessionStart", "cc-1", cwd="/work/shop")
     hook("SessionEnd", "cc-1", cwd="/work/shop", reason="exit")

@@ -56,13 +56,16 @@ class Codex:
     def env(self, extra=None):
         return base_env(self.home, {"CODEX_HOME": str(self.codex_home), "FAKE_OPENAI_KEY": OPENAI_KEY, **(extra or {})})
 
-    def exec(self, prompt, *, cwd, resume=None, extra_env=None, timeout=120, trust_hooks=True):
+    def exec(self, prompt, *, cwd, resume=None, config=None, extra_env=None, timeout=120, trust_hooks=True):
         """One turn, `codex exec` (or `codex exec resume ID`), with hooks run as if trusted when
-        `trust_hooks` (the flag Codex gives tests; a person trusts them once in /hooks)."""
+        `trust_hooks` (the flag Codex gives tests; a person trusts them once in /hooks); `config`:
+        settings for this run (`-c KEY=VALUE`, the value in TOML)."""
         args = [binary(CODEX_BIN), "exec"]
         if resume:
             args += ["resume", resume]
         args += ["--skip-git-repo-check"]
+        for key, value in (config or {}).items():
+            args += ["-c", f"{key}={json.dumps(value)}"]
         if trust_hooks:
             args.append("--dangerously-bypass-hook-trust")
         args.append(prompt)

@@ -101,6 +101,9 @@ class ResponsesServer(ScriptedServer):
             return {"type": "message", "role": "assistant", "id": f"msg_{number}_{index}", "content": content}
         call = {"type": "function_call", "id": f"fc_{number}_{index}", "call_id": f"call_{uuid.uuid4().hex[:12]}"}
         name, arguments = block["name"], block["input"]
+        if name == "apply_patch":
+            # A freeform tool (offered as `"type": "custom"`): its input is the patch itself.
+            return {"type": "custom_tool_call", "id": f"ctc_{number}_{index}", "call_id": call["call_id"], "name": name, "input": arguments["patch"], "status": "completed"}
         mcp = _mcp_parts(name)
         if mcp:
             call.update(namespace=f"mcp__{mcp[0]}", name=mcp[1])
@@ -116,7 +119,7 @@ class ResponsesServer(ScriptedServer):
         for item in body.get("input") or []:
             if item.get("type") == "message":
                 parts += [c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict)]
-            elif item.get("type") == "function_call_output":
+            elif item.get("type") in ("function_call_output", "custom_tool_call_output"):
                 output = item.get("output")
                 if isinstance(output, str):
                     parts.append(output)

@@ -7,6 +7,7 @@ one test runs without, as a person who skipped /hooks does, and finds the board 
 """
 
 import json
+import subprocess
 import uuid
 
 import pytest
@@ -172,3 +173,33 @@ def test_disconnect_leaves_codex_as_it_was_and_its_sessions_unconnected(relaybay
     done = cli.exec("hello", cwd=folder)
     assert session_row(relaybay, Codex.session_id(done)) is None
     assert not any(name.startswith("mcp__relaybay") for name in model.tool_names(model.requests[0]))
+
+
+def test_a_codex_patch_of_a_file_another_session_reserved_is_blocked_and_the_file_untouched(relaybay, codex, model, folder, tmp_path):
+    """Two Codex sessions in one checkout: the first reserves notes/** with relaybay's tool and,
+    while its turn runs, the second's apply_patch of notes/plan.md is stopped by its PreToolUse
+    hook, so the file keeps its text and the model is told who holds it. apply_patch is offered
+    to a model Codex knows to take it (gpt-5.5), in a sandbox that lets it write."""
+    subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    (folder / "notes").mkdir()
+    plan = folder / "notes" / "plan.md"
+    plan.write_text("the original plan\n")
+    patch = "*** Begin Patch\n*** Update File: notes/plan.md\n@@\n-the original plan\n+codex-overwrite-71\n*** End Patch\n"
+    with ResponsesServer() as second_model:
+        second = Codex(tmp_path / "home-second", second_model.url)
+        manage_as(relaybay, second.home, "connect", "codex", codex_home=second.codex_home)
+        second_model.add_steps(tool("apply_patch", {"patch": patch}), text("second done"))
+        writes = {"model": "gpt-5.5", "sandbox_mode": "workspace-write", "approval_policy": "never"}
+        model.add_steps(
+            tool("mcp__relaybay__files_reserve", {"paths": ["notes/**"], "reason": "rewriting the notes"}),
+            text("reserved", before=lambda: second.exec("rewrite the plan", cwd=folder, config=writes)),
+        )
+        codex.exec("reserve the notes", cwd=folder)
+        offered = second_model.tool_names(second_model.requests[0])
+        told = "\n".join(second_model.request_texts())
+    assert "apply_patch" in offered, offered
+    assert plan.read_text() == "the original plan\n"
+    assert "Command blocked by PreToolUse hook: relaybay denied this edit" in told and "rewriting the notes" in told, told[-2000:]
+    assert f'reserved exclusively by another live session, "{folder.name}"' in told
+    assert query(relaybay, "select count(*) from sessions_app_event where name = 'file.denied'")[0][0] == 1
+    assert "codex-overwrite-71" not in json.dumps(query(relaybay, "select data from sessions_app_event"))
