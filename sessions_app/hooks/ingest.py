@@ -84,10 +84,10 @@ def _clip(value, limit):
     return text[:limit] + f"… [truncated: {len(text)} characters in all]"
 
 
-def stored_fields(payload, engine=dialects.Engine.CLAUDE_CODE):
-    """The event's data: the payload without message text and file content (cut before
-    clipping, which would turn a field into a string holding the text) and with long fields
-    clipped."""
+def stored_fields(payload, engine):
+    """The event's data: the payload without message text and file content (its CLI's edit
+    tools', cut before clipping, which would turn a field into a string holding the text) and
+    with long fields clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
     fields = [(k, v) for k, v in payload.items() if k not in NOT_STORED]
     data = files.without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])), engine)
