@@ -194,3 +194,35 @@ def test_the_migration_takes_file_content_out_of_events_stored_before():
     assert bash.data["tool_input"] == {"command": "echo zq-content-kept"}
     assert search("zq content secret").hits["event"] == []
     assert write.pk in {row.pk for row in search("PreToolUse Write").hits["event"]}
+
+
+def test_the_migration_takes_codex_and_gemini_file_content_out_of_events_stored_before():
+    """Events of Gemini CLI's write_file and replace and Codex CLI's apply_patch, stored before
+    those were edit tools, keep the paths only, and their search entries follow."""
+    import importlib
+
+    from django.apps import apps as django_apps
+
+    from board.search import search
+    from tests.test_search import Editor
+
+    def stored(name, tool, tool_input, **data):
+        return Event.objects.create(name=f"hook.{name}", hook_session="hook-g", data={"tool_name": tool, "tool_input": tool_input, **data})
+
+    write = stored("PreToolUse", "write_file", {"file_path": "/w/notes.md", "content": "zq-gemini-secret"})
+    replace = stored(
+        "PostToolUse", "replace", {"file_path": "/w/notes.md", "old_string": "zq-gemini-secret", "new_string": "x"},
+        tool_response={"llmContent": "Successfully modified: zq-gemini-secret"},
+    )  # fmt: skip
+    patch = stored("PreToolUse", "apply_patch", {"command": "*** Begin Patch\n*** Update File: src/app.py\n-zq-codex-secret\n+x\n*** End Patch\n"})
+    shell = stored("PreToolUse", "run_shell_command", {"command": "echo zq-shell-kept"})
+    assert search("zq gemini secret").hits["event"]
+    migration = importlib.import_module("sessions_app.migrations.0021_cli_edit_content_not_stored")
+    migration.content_not_stored(django_apps, Editor())
+    for event in (write, replace, patch, shell):
+        event.refresh_from_db()
+    assert write.data["tool_input"] == {"file_path": "/w/notes.md", "content": "[not stored: file content]"}
+    assert replace.data["tool_response"] == {"llmContent": "[not stored: file content]"}
+    assert patch.data["tool_input"] == {"command": "[not stored: file content]", "files": ["src/app.py"]}
+    assert shell.data["tool_input"] == {"command": "echo zq-shell-kept"}
+    assert search("zq gemini secret").hits["event"] == [] and search("zq codex secret").hits["event"] == []
