@@ -99,6 +99,14 @@ def native_rows(live, sender):
     )
 
 
+def native_story(live):
+    """Every native row and every link's native names, for a failure to say which went astray."""
+    rows = query(live, "select id, state, native_id, delivered_at, delivered_by, sender_id, sender_name, recipient_id, recipient_name, created_at "
+                       "from session_message where channel = 'native' order by id")
+    links = query(live, "select hook_session, session_id, native_name, native_socket, state from sessions_app_hooklink order by id")
+    return "\n".join(["native rows:", *map(str, rows), "links:", *map(str, links)])
+
+
 def dump_database(live):
     """Every row of every table of the live server's database, the search index included:
     a search on the board first writes the feed rows' entries (SQLite indexes them in batches)."""
@@ -224,7 +232,10 @@ def test_an_idle_interactive_session_is_woken_by_a_native_message_and_it_is_mark
         alpha.run("tell bravo")
         # Idle at its prompt, bravo starts a turn of its own with the message.
         bravo.model.wait_for_text("nq-native-secret", timeout=60)
-        wait_until(lambda: native_rows(live, alpha) and native_rows(live, alpha)[-1][3] is not None)
+        try:
+            wait_until(lambda: native_rows(live, alpha) and native_rows(live, alpha)[-1][3] is not None)
+        except AssertionError:
+            raise AssertionError(f"bravo's model got the message, its row is not marked delivered:\n{native_story(live)}") from None
     [(message_id, state, native_id, delivered_at, sender, recipient, body)] = native_rows(live, alpha)
     assert (sender, recipient, body) == (alpha.name, bravo.name, "")
     assert native_mark_on_board(Owner(live), message_id)[0] == "delivered"
