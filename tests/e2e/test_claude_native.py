@@ -267,7 +267,10 @@ def test_a_held_message_waits_in_the_inbox_then_is_marked_denied_when_denied_in_
         )
         thread, _ = alpha.start("tell bravo", permission_mode="bypassPermissions")
         try:
-            wait_until(lambda: native_rows(live, alpha) and native_rows(live, alpha)[-1][1] == "held", timeout=60)
+            try:
+                wait_until(lambda: native_rows(live, alpha) and native_rows(live, alpha)[-1][1] == "held", timeout=60)
+            except AssertionError:
+                raise AssertionError(f"alpha's message to bravo is not marked held:\n{native_story(live)}") from None
             message_id = native_rows(live, alpha)[-1][0]
             owner = Owner(live)
             inbox = owner.page("/inbox/")
