@@ -257,6 +257,9 @@ def test_a_held_message_waits_in_the_inbox_then_is_marked_denied_when_denied_in_
         # alpha bypasses permissions, bravo prompts: Claude Code holds the message for bravo's user.
         alpha.model.add_steps(
             tool("SendMessage", {"to": bravo.native_name, "summary": SUMMARY, "message": SECRET}),
+            # A few results before alpha waits: the held notice comes at one, whichever of
+            # alpha's send and bravo's approval prompt reaches relaybay first.
+            *[tool("Bash", {"command": f"sleep 0.3; echo early {i}"}) for i in range(3)],
             tool("Bash", {"command": f"for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; echo done"}),
             # The sender hears of its message at tool results: the held notice at the first, the
             # denial at whichever result follows its arrival over the socket (seen: one or more
