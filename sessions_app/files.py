@@ -105,12 +105,11 @@ def without_file_content(payload, engine=CLAUDE_CODE):
     fields = edit_fields(payload.get("tool_name"), engine)
     if not fields:
         return payload
-    if (engine, payload.get("tool_name")) in PATCH_TOOLS:
+    data = dict(payload)
+    if (engine, data["tool_name"]) in PATCH_TOOLS and isinstance(data.get("tool_input"), dict):
         # A patch is the files' content: of it only the files it names are kept.
         fields = ("files",)
-        tool_input = payload.get("tool_input")
-        payload = {**payload, "tool_input": {**tool_input, "files": edited_paths(payload["tool_name"], tool_input, engine)}} if isinstance(tool_input, dict) else payload
-    data = dict(payload)
+        data["tool_input"] = {**data["tool_input"], "files": edited_paths(data["tool_name"], data["tool_input"], engine)}
     for key, kept in (("tool_input", fields), ("tool_response", RESPONSE_KEPT)):
         value = data.get(key)
         if isinstance(value, dict):
