@@ -3,10 +3,10 @@
 Hook ingestion reads what a payload says of native messaging (sessions_app.hooks.claude_native) and
 hands it here through the recorder registered in MessagingConfig.ready. One row per native
 send, with a mark following the hooks: sent or unreachable (the sender's SendMessage result),
-held (the sender's notice, or the recipient's approval prompt), delivered (the recipient's
-prompt carried it), denied, expired, refused, dropped (the sender's notices). The text is
-never stored: a send and its delivery are matched by a keyed digest of the text together
-with the sender.
+held (the sender's notice, or the recipient's approval prompt, whichever of it and the send
+reaches relaybay first), delivered (the recipient's prompt carried it), denied, expired,
+refused, dropped (the sender's notices). The text is never stored: a send and its delivery
+are matched by a keyed digest of the text together with the sender.
 """
 
 from datetime import timedelta
@@ -17,6 +17,7 @@ from core.pings import ping
 from sessions_app import directory
 from sessions_app.feed import record_event
 from sessions_app.hooks import claude_native
+from sessions_app.models import HookLink
 
 from .models import SessionMessage
 
@@ -26,6 +27,9 @@ Channel, State = SessionMessage.Channel, SessionMessage.State
 MATCH_WINDOW = timedelta(minutes=10)
 # A held message's approval prompt follows its send by moments; older sends are not it.
 APPROVAL_WINDOW = timedelta(minutes=5)
+# An approval prompt that came before its send is kept on the recipient's link this long for
+# the send to find: the sender's SendMessage result follows it by moments.
+APPROVAL_BEFORE_SEND = timedelta(minutes=1)
 NOTICE_STATES = {State.HELD, State.DENIED, State.EXPIRED, State.REFUSED, State.DROPPED}
 
 
@@ -77,6 +81,9 @@ def _sent(link, send, now):
         SessionMessage.objects.filter(pk=earlier.pk).update(native_id=send.msg_id)
         return
     recipient = _one(send.to) if send.success else None
+    if recipient is not None:
+        # Beside the recipient's approval prompt, which may be recorded at the same moment.
+        directory.serialize_on("native-to", str(recipient.pk))
     message = _create(
         sender_id=link.session_id,
         sender_name=_name_of(link),
@@ -89,6 +96,15 @@ def _sent(link, send, now):
         native_digest=send.digest,
     )
     _mark(message, state, msg_id=send.msg_id)
+    if state == State.SENT and recipient is not None and _approval_was_asked(recipient, now):
+        _hold(message)
+
+
+def _approval_was_asked(recipient, now):
+    """Whether the recipient's terminal asked about a message before its send reached
+    relaybay; the prompt is taken by this send (a compare-and-set: one send takes it)."""
+    asked = HookLink.objects.filter(session_id=recipient.pk, approval_asked_at__gt=now - APPROVAL_BEFORE_SEND)
+    return asked.update(approval_asked_at=None) > 0
 
 
 def _claimed_sender(sender, arrival):
@@ -117,6 +133,8 @@ def _arrived(link, arrival, now):
     waiting = waiting.filter(Q(recipient_id=link.session_id) | Q(recipient=None))
     by = f"UserPromptSubmit via {link.hook_session}"
     message = waiting.order_by("id").first()
+    # The message was let in: an approval prompt still kept for its send is answered.
+    HookLink.objects.filter(pk=link.pk).exclude(approval_asked_at=None).update(approval_asked_at=None)
     if message is not None:
         SessionMessage.objects.filter(pk=message.pk).update(delivered_at=now, delivered_by=by, recipient_id=link.session_id)
         message.recipient_id = link.session_id
@@ -150,7 +168,9 @@ def _noticed(link, notice):
 
 def _approval_asked(link, now):
     """The recipient's terminal asks its user about a message: the newest native send to it
-    that is neither delivered nor settled is held."""
+    that is neither delivered nor settled is held. Before its send has reached relaybay there
+    is none: the prompt is kept on the link, and the send is held when it arrives."""
+    directory.serialize_on("native-to", str(link.session_id))
     message = (
         SessionMessage.objects.filter(
             channel=Channel.NATIVE,
@@ -163,8 +183,14 @@ def _approval_asked(link, now):
         .first()
     )
     if message is None:
+        HookLink.objects.filter(pk=link.pk).update(approval_asked_at=now)
         return
+    _hold(message)
+
+
+def _hold(message):
     SessionMessage.objects.filter(pk=message.pk).update(state=State.HELD)
+    message.state = State.HELD
     _mark(message, State.HELD, by="Notification")
 
 

@@ -199,6 +199,9 @@ class HookLink(models.Model):
     )
     waiter = models.CharField(max_length=40, blank=True, help_text="The wake-up waiter that is current")
     waiter_polled_at = models.DateTimeField(null=True, blank=True, help_text="When the current waiter's last long poll began")
+    approval_asked_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its terminal asked about a native message whose send relaybay had not seen yet"
+    )
     cwd = models.CharField(max_length=1000, blank=True)
     # Claude Code's own names for the process behind this link (docs/rules.md §4.9), as the hook client
     # reads them: its native name (--name, /rename, or <folder>-<hex>) and messaging socket.

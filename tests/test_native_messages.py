@@ -2,7 +2,10 @@
 mark following the hooks, matched to its delivery without its text; native names and
 sockets are names relaybay resolves."""
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from messaging import reads
 from messaging.models import SessionMessage
@@ -111,6 +114,45 @@ def test_the_recipient_s_approval_prompt_marks_the_message_held_until_delivered(
     message.refresh_from_db()
     assert message.delivered_at is not None
     assert reads.inbox_count() == 0
+
+
+@pytest.mark.parametrize("approval_first", [False, True], ids=["send-then-approval", "approval-then-send"])
+def test_the_approval_prompt_marks_its_send_held_whichever_reaches_relaybay_first(native, approval_first):
+    # Two processes' hooks: the recipient's Notification may be posted before the sender's
+    # PostToolUse of SendMessage has made the row it is about.
+    events = [("alpha", "PostToolUse", send_post()), ("bravo", "Notification", APPROVAL)]
+    for who, event, fields in reversed(events) if approval_first else events:
+        native.event(who, event, **fields)
+    message = only_native()
+    assert message.state == "held"
+    assert marks(message) == ["message.sent", "message.held"]
+    assert [m.pk for qs in reads.inbox_querysets() for m in qs] == [message.pk]
+    assert HookLink.objects.get(hook_session="h-b").approval_asked_at is None
+
+
+def test_an_approval_prompt_kept_for_its_send_holds_that_send_only(native):
+    native.event("bravo", "Notification", **APPROVAL)
+    native.event("alpha", "PostToolUse", **send_post())
+    native.event("alpha", "PostToolUse", **send_post(text="another one", msg_id=OTHER_ID))
+    assert dict(SessionMessage.objects.values_list("native_id", "state")) == {MSG_ID: "held", OTHER_ID: "sent"}
+
+
+def test_an_approval_prompt_answered_before_its_send_arrived_holds_nothing_later(native):
+    # Approved at once: the recipient's prompt carried the message before the sender's result came.
+    native.event("bravo", "Notification", **APPROVAL)
+    native.event("bravo", "UserPromptSubmit", prompt=wrapped())
+    native.event("alpha", "PostToolUse", **send_post())
+    native.event("alpha", "PostToolUse", **send_post(text="another one", msg_id=OTHER_ID))
+    delivered, later = SessionMessage.objects.filter(channel="native").order_by("id")
+    assert (delivered.native_id, delivered.delivered_at is not None) == (MSG_ID, True)
+    assert (later.native_id, later.state) == (OTHER_ID, "sent")
+
+
+def test_an_approval_prompt_no_send_followed_for_a_minute_holds_nothing(native):
+    native.event("bravo", "Notification", **APPROVAL)
+    HookLink.objects.filter(hook_session="h-b").update(approval_asked_at=timezone.now() - timedelta(minutes=2))
+    native.event("alpha", "PostToolUse", **send_post())
+    assert only_native().state == "sent"
 
 
 def test_a_notice_for_a_message_relaybay_never_saw_changes_nothing(native):
