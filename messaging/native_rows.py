@@ -67,6 +67,10 @@ def _create(**fields):
 def _sent(link, send, now):
     """The sender's SendMessage ran: its row, made here or by a delivery that came first."""
     directory.serialize_on("native", send.digest)
+    if send.msg_id and SessionMessage.objects.filter(channel=Channel.NATIVE, native_id=send.msg_id).exists():
+        # Its hook came again: the hook client replays an event whose answer did not reach it
+        # in time, though relaybay had recorded it.
+        return
     state = State.SENT if send.success else State.UNREACHABLE
     earlier = (
         SessionMessage.objects.filter(

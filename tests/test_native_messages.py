@@ -58,6 +58,29 @@ def test_a_delivery_seen_before_its_send_is_one_row(native):
     assert_no_native_text()
 
 
+# An idle recipient woken by a native message, as its hooks may reach relaybay: the sender's
+# SendMessage result (S), the recipient's prompt carrying the message (A), the sender's
+# SessionEnd once `claude -p` exits (E), and S again as the hook client's spool replays it when
+# relaybay recorded S but its answer came too late for the client (R, before the sender's
+# next hooks).
+ORDERS = ["SAE", "ASE", "SEA", "SARE", "ASRE", "SRAE", "SREA"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_woken_recipient_s_message_ends_one_row_marked_delivered_whatever_the_order_of_its_hooks(native, order):
+    steps = {
+        "S": lambda: native.event("alpha", "PostToolUse", **send_post()),
+        "R": lambda: native.event("alpha", "PostToolUse", replay=True, **send_post()),
+        "A": lambda: native.event("bravo", "UserPromptSubmit", prompt=wrapped()),
+        "E": lambda: native.event("alpha", "SessionEnd", reason="other"),
+    }
+    for step in order:
+        steps[step]()
+    message = only_native()
+    assert (message.sender, message.recipient, message.native_id) == (native.row("alpha"), native.row("bravo"), MSG_ID)
+    assert message.delivered_at is not None and message.delivered_by == "UserPromptSubmit via h-b"
+
+
 def test_a_different_text_is_not_taken_for_the_send(native):
     native.event("alpha", "PostToolUse", **send_post())
     native.event("bravo", "UserPromptSubmit", prompt=wrapped(text="something else entirely"))
