@@ -23,9 +23,9 @@ The ratios of the medians are the figures (bound: at most 1.1 for an edit).
 The check: in process (Django on a throwaway database, PostgreSQL analysed after the load as
 autovacuum would), `--sessions` live sessions with `--edits` recent edits each in one working
 tree, and 50 reservations in force there; timed are
-the collision rule (sessions_app.files.collisions) and the reservation rule (files.holding) for
+the collision rule (collisions.files.collisions) and the reservation rule (files.holding) for
 a file no other session edited and for one every session edited, and the whole check of one
-edit (hooks.edits.check_edit: both rules and the write of the edit). Bound: under 5 ms.
+edit (collisions.edits.check_edit: both rules and the write of the edit). Bound: under 5 ms.
 Prints medians and p90; asserts nothing.
 """
 
@@ -69,8 +69,8 @@ def checkout_of(rev, folder):
 
 
 # The hook's one call of the edit check, and what "check off" puts in its place.
-CHECK_CALL = "check = edits.check_edit("
-CHECK_OFF = "check = edits.NOTHING  # check off: "
+CHECK_CALL = "check = steps.check("
+CHECK_OFF = "check = steps.NOTHING  # check off: "
 
 
 def check_off(folder):
@@ -168,9 +168,9 @@ def _check_cost(work, sessions, edits, checks):
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from sessions_app import files, paths
-    from sessions_app.hooks import edits as edit_check
-    from sessions_app.hooks.dialects import dialect_of
+    from collisions import files, paths
+    from collisions import edits as edit_check
+    from engines import dialect_of
     from sessions_app.hooks.ingest import ingest_hook
     from sessions_app.models import FileEdit, FileReservation, HookLink
 

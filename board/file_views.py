@@ -1,6 +1,6 @@
 """The board's Files page (docs/rules.md §7.4): files edited by more than one live session, the same
 relative path edited in several trees of one repository, the reservations in force with the
-owner's Break, and the warnings and denials over time. Reads of sessions_app/files.py; the one
+owner's Break, and the warnings and denials over time. Reads of collisions/files.py; the one
 write is its action."""
 
 from django.conf import settings
@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from sessions_app import files
+from collisions import files
 from sessions_app.models import Event, FileReservation
 
 from . import pages

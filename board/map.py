@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from messaging import reads
 from core.inputs import parse_id
-from sessions_app import directory, files
+from collisions import files
+from sessions_app import directory
 from sessions_app.models import Event, Task
 
 from . import pages

@@ -20,7 +20,7 @@ from core.inputs import clean_text, parse_id
 from messaging import reads
 from sessions_app import actions
 from sessions_app import directory
-from sessions_app import files
+from collisions import files
 from sessions_app.models import Comment, Event, HookLink, Session, Task
 
 from . import export, pages, search

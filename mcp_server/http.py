@@ -31,8 +31,8 @@ from pydantic import ValidationError
 
 from messaging import api as routes
 from messaging.schemas import AckIn, BroadcastIn, LinkIn, MessagesListQuery, SendIn, SessionsListQuery
-from sessions_app import files_api
-from sessions_app.schemas import FilesListQuery, ReleaseIn, ReserveIn
+from collisions import api as files_api
+from collisions.schemas import FilesListQuery, ReleaseIn, ReserveIn
 from core.api import database_unavailable_detail, invalid_detail
 from core.auth import TOKEN_REFUSED, credential_of
 from core.dbthreads import threads as db_threads

@@ -125,9 +125,11 @@ INSTALLED_APPS = [
     "channels",
     "core",
     "sessions_app",
+    "collisions",
     "messaging",
     "mcp_server",
     "board",
+    "install",
 ]
 
 # The board's chain. Under daphne neither the JSON API nor the MCP server runs it: relaybay/asgi.py

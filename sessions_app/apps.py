@@ -6,7 +6,6 @@ class SessionsAppConfig(AppConfig):
     verbose_name = "Sessions, hooks and comments"
 
     def ready(self):
-        from .hooks import delivery, edits
+        from .hooks import delivery
 
         delivery.register(delivery.Comments())
-        delivery.register(edits.FILE_NOTICES)

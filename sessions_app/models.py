@@ -408,7 +408,7 @@ class FileReservation(models.Model):
 class FileNotice(models.Model):
     """What a session hears at its next hook about files (docs/rules.md §7.1, §7.3): another session
     is now editing a file it changed, or the owner broke its reservation. A kind of delivery
-    (sessions_app/hooks/edits.py), with a comment's delivery columns."""
+    (collisions/edits.py), with a comment's delivery columns."""
 
     class Kind(models.TextChoices):
         EDITING = "editing"

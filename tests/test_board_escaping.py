@@ -9,7 +9,8 @@ from django.conf import settings
 
 from messaging.actions import do_send_message
 from messaging.models import SessionMessage
-from sessions_app import actions, files
+from collisions import files
+from sessions_app import actions
 from sessions_app.hooks.ingest import ingest_hook
 from sessions_app.models import Session
 from tests.board_fixtures import board, named_session, owner  # noqa: F401

@@ -88,7 +88,7 @@ def test_the_address_and_token_are_in_a_private_file_and_never_in_a_command():
 
 def test_a_client_path_with_spaces_is_named_quoted_in_the_commands(tmp_path):
     # The shell would split an unquoted $RELAYBAY_HOOK at the space.
-    from sessions_app.management.commands.claude_config import hook_settings
+    from install.management.commands.claude_config import hook_settings
 
     python = str(tmp_path / "my pythons" / "python3")
     config = hook_settings(url=URL, token=TOKEN, python=python)

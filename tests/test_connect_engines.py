@@ -1,4 +1,4 @@
-"""`manage.py connect codex|gemini` and `disconnect codex|gemini` (sessions_app/connectors/codex.py,
+"""`manage.py connect codex|gemini` and `disconnect codex|gemini` (install/connectors/codex.py,
 gemini.py; docs/rules.md §1.6): relaybay's hooks and MCP server go into the person's Codex and
 Gemini CLI configuration beside everything else, with the file as it was kept beside it; a second
 connect changes nothing; a dry run writes nothing and shows no token; disconnect takes out exactly
@@ -12,7 +12,7 @@ import tomllib
 
 import pytest
 
-from sessions_app.connectors import ConnectError, Target, codex, gemini
+from install.connectors import ConnectError, Target, codex, gemini
 
 TOKEN = "agents-token-5e5e"
 URL = "http://127.0.0.1:8123"

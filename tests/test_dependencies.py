@@ -1,6 +1,6 @@
-"""The packages depend on each other one way: core ← sessions_app ← messaging ← mcp_server ←
-board, and relaybay/ (the Django project: settings, URLs, ASGI and WSGI) above them all wiring
-them together. Nothing is exempt, so no cycle can hide."""
+"""The packages depend on each other one way: core ← engines ← sessions_app ← collisions ←
+messaging ← mcp_server ← board ← install, and relaybay/ (the Django project: settings, URLs,
+ASGI and WSGI) above them all wiring them together. Nothing is exempt, so no cycle can hide."""
 
 import ast
 from pathlib import Path
@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # What each package's modules may import of the project's own packages.
-LAYERS = ["core", "sessions_app", "messaging", "mcp_server", "board", "relaybay"]
+LAYERS = ["core", "engines", "sessions_app", "collisions", "messaging", "mcp_server", "board", "install", "relaybay"]
 ALLOWED = {package: set(LAYERS[: i + 1]) for i, package in enumerate(LAYERS)}
 
 
@@ -49,3 +49,9 @@ def test_sessions_app_is_checked_module_by_module():
     # The walk reaches the hook modules too, where the deliveries are composed.
     names = {str(p.relative_to(ROOT)) for p in modules("sessions_app")}
     assert "sessions_app/hooks/delivery.py" in names and "sessions_app/actions.py" in names
+
+
+def test_every_package_of_the_project_has_its_layer():
+    # A new app or package must be placed in LAYERS, or its imports would go unchecked.
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench", "relaybay_hook"}
+    assert packages <= set(LAYERS), f"not placed in LAYERS: {sorted(packages - set(LAYERS))}"

@@ -10,8 +10,8 @@ import pytest
 
 from core.errors import HTTP_STATUS, ErrorCode
 from relaybay_hook.proof import PROCESS_HEADER, process_proof
-from sessions_app import paths
-from sessions_app.files import do_break_reservation
+from collisions import paths
+from collisions.files import do_break_reservation
 from sessions_app.models import Event, FileEdit, FileReservation, HookLink
 
 from .file_personas import denial_of, file_counts, fs, trees, warning_of  # noqa: F401
@@ -215,7 +215,7 @@ def test_a_body_that_fails_the_schema_is_a_422_and_nothing_is_stored(two, client
 
 
 def test_a_session_holds_at_most_its_share_of_reservations(two, settings, monkeypatch):
-    monkeypatch.setattr("sessions_app.files.HELD_MAX", 3)
+    monkeypatch.setattr("collisions.files.HELD_MAX", 3)
     two.reserved("hook-a", ["a/1", "a/2"])
     code_of(two.reserve("hook-a", ["a/3", "a/4"]), ErrorCode.RESERVATIONS_FULL, "more than 3")
     assert FileReservation.objects.count() == 2

@@ -1,6 +1,6 @@
 """One hook path, three dialects (docs/rules.md §1.6): Codex CLI's and Gemini CLI's hook payloads
 go through ingestion as Claude Code's do, and each answer is written the way its CLI reads it
-(sessions_app/hooks/dialects.py). The payloads are the CLIs' own, as seen from Codex CLI 0.171.0
+(engines/). The payloads are the CLIs' own, as seen from Codex CLI 0.171.0
 and Gemini CLI 0.61.0 (tests/e2e drives the real ones)."""
 
 import json
@@ -152,7 +152,7 @@ def test_gemini_before_tool_fills_in_the_session_for_relaybay_tools_and_only_tho
 
 
 def test_a_gemini_edit_of_a_file_another_session_holds_is_denied_in_gemini_s_dialect(hook, api, tmp_path):
-    """Gemini CLI's write_file and replace are edit tools (sessions_app/files.py): an exclusive
+    """Gemini CLI's write_file and replace are edit tools (engines/edit_tools.py): an exclusive
     reservation of another live session stops them with Gemini's own deny, and the edit check
     runs as for Claude Code's Edit."""
     (tmp_path / ".git").mkdir()
@@ -191,7 +191,7 @@ PATCH = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-codex-old-line-61\n+
 
 
 def test_a_codex_apply_patch_is_checked_for_every_file_its_patch_names(hook, api, tmp_path):
-    """Codex CLI's apply_patch names its files inside the patch (sessions_app/files.PATCH_TOOLS):
+    """Codex CLI's apply_patch names its files inside the patch (engines/edit_tools.PATCH_TOOLS):
     a file another session edited is warned of, one another holds exclusively is denied in
     Claude Code's dialect, which Codex speaks, and the patch itself is not stored."""
     (tmp_path / ".git").mkdir()

@@ -219,7 +219,7 @@ def pending(session_id):
 
 def pending_and(session_id, questions=()):
     """pending(), and the answers to `questions` asked in the same statement: each the SQL of a
-    subquery and its parameters, true when it finds a row (the edit check's, sessions_app/hooks/edits.py,
+    subquery and its parameters, true when it finds a row (the edit check's, collisions/edits.py,
     so an edit with nothing to say costs its hook no statement of its own)."""
     registered = kinds()
     now = timezone.now()

@@ -12,16 +12,19 @@ from core.errors import InvalidInput
 from core.pings import ping, wake_waiters
 from core.inputs import check_identifier, clean_json, clean_text
 
-from .. import directory, files, identity
+from engines import ENGINE_FIELD, caller_filled_in, dialect_of
+from engines.edit_tools import without_file_content
+
+from .. import directory, identity
 from ..actions import do_update_session, link_started_session
 from ..feed import feed_row, record_events
 from ..models import Event, HookLink, Session, fold_name
-from . import claude_native, delivery, dialects, edits
+from . import claude_native, delivery, steps
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
 # The model's last answer (Claude Code's and Codex's Stop, Gemini CLI's AfterAgent) may quote a
 # message; the hook client's own fields are not the CLI's.
-NOT_STORED = {"last_assistant_message", "prompt_response", "transcript_path", "relaybay_session", "relaybay_native", "relaybay_tree", dialects.ENGINE_FIELD}
+NOT_STORED = {"last_assistant_message", "prompt_response", "transcript_path", "relaybay_session", "relaybay_native", "relaybay_tree", ENGINE_FIELD}
 FOREIGN_PROCESS = (
     "relaybay: this hook names a Claude Code session that another running process proves; "
     "relaybay leaves that session alone and delivers nothing here."
@@ -42,7 +45,7 @@ OPTIONAL_IDENTIFIERS = {
     "cwd": HookLink._meta.get_field("cwd").max_length,
     "transcript_path": HookLink._meta.get_field("transcript_path").max_length,
     "tool_name": 200,
-    dialects.ENGINE_FIELD: 20,
+    ENGINE_FIELD: 20,
 }
 # Claude Code sends about a dozen fields; past this many only a count is kept, so no payload
 # of many small keys can make a page of megabytes.
@@ -90,7 +93,7 @@ def stored_fields(payload, engine):
     with long fields clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
     fields = [(k, v) for k, v in payload.items() if k not in NOT_STORED]
-    data = files.without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])), engine)
+    data = without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])), engine)
     data = {k: _clip(v, limit) for k, v in data.items()}
     if len(fields) > STORED_FIELDS_MAX:
         data["relaybay_not_stored"] = f"{len(fields) - STORED_FIELDS_MAX} more fields"
@@ -205,10 +208,9 @@ def _apply_event(link, event_name, payload, now, process):
     if payload.get("transcript_path") and payload["transcript_path"] != link.transcript_path:
         updates["transcript_path"] = payload["transcript_path"]
     updates.update(_native_names(link, payload, feed))
-    updates.update(edits.tree_updates(link, payload))
+    updates.update(steps.link_updates(link, payload))
     if event_name == "SessionEnd":
-        # Its reservations end with it (docs/rules.md §7.3).
-        feed += files.end_reservations(link, payload.get("reason"), now)
+        feed += steps.session_ended(link, payload.get("reason"), now)
     if updates or _stale(link.last_event_at, now):
         updates["last_event_at"] = now
         HookLink.objects.filter(pk=link.pk).update(**updates)
@@ -238,12 +240,12 @@ def _delivers(link, dialect):
     return link.carries_deliveries and (dialect.delivers_context or dialect.event == "Stop")
 
 
-def _answer(link, dialect, payload, note, confirming, check=edits.NOTHING):
-    """The hook answer, in the CLI's dialect (dialects.py): what it carries (_carried), and
+def _answer(link, dialect, payload, note, confirming, check=steps.NOTHING):
+    """The hook answer, in the CLI's dialect (engines/): what it carries (_carried), and
     before a call of relaybay's own tools the call's arguments naming its caller
-    (dialects.caller_filled_in) beside it."""
+    (engines.caller_filled_in) beside it."""
     answer = _carried(link, dialect, payload, note, confirming, check)
-    filled_in = dialects.caller_filled_in(dialect, payload)
+    filled_in = caller_filled_in(dialect, payload)
     if not filled_in:
         return answer
     return {**answer, "hookSpecificOutput": {**answer.get("hookSpecificOutput", {}), **filled_in["hookSpecificOutput"]}}
@@ -282,7 +284,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
     (directory.process_proof); a replayed event is long past and proves nothing. `confirming`:
     the hook client confirms what it prints (docs/rules.md §2.6)."""
     payload = check_payload(payload)
-    dialect = dialects.dialect_of(payload)
+    dialect = dialect_of(payload)
     event_name, hook_session, now = dialect.event, payload["session_id"], timezone.now()
     process = "" if replay else process
     with transaction.atomic():
@@ -296,7 +298,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
             return {"systemMessage": FOREIGN_PROCESS} if event_name == "SessionStart" else {}
         feed = _apply_event(link, event_name, payload, now, process)
         # Before the feed rows are written: the check's own go with them, in the one INSERT.
-        check = edits.check_edit(link, dialect, payload, now, replay=replay, happened_at=spooled_at, ask_pending=not replay and _delivers(link, dialect))
+        check = steps.check(link, dialect, payload, now, replay=replay, happened_at=spooled_at, ask_pending=not replay and _delivers(link, dialect))
         record_events([*feed, event, *check.feed])
         traffic = claude_native.read_native(payload)
         if traffic:

@@ -69,7 +69,7 @@ def test_the_plugin_and_its_marketplace_pass_claude_plugin_validate():
 
 
 def test_the_plugin_files_hold_what_the_connector_describes():
-    from sessions_app.connectors import claude as connector
+    from install.connectors import claude as connector
 
     assert json.loads((PLUGIN / "hooks" / "hooks.json").read_text()) == connector.plugin_hooks()
     assert json.loads((PLUGIN / ".mcp.json").read_text()) == connector.plugin_mcp()

@@ -20,8 +20,8 @@ from pathlib import Path
 from django.conf import settings
 
 from core.private_files import write_private
-from sessions_app.connectors import ConnectError
-from sessions_app.management.commands.claude_config import COMMAND_TIMEOUT, EVENTS, WAIT_MARGIN, group, hook_python
+from install.connectors import ConnectError
+from install.management.commands.claude_config import COMMAND_TIMEOUT, EVENTS, WAIT_MARGIN, group, hook_python
 from relaybay_hook.wait import DEFAULT_WAIT
 
 MARKETPLACE_DIR = Path(settings.BASE_DIR) / "integrations" / "claude-code"
@@ -59,7 +59,7 @@ def plugin_mcp():
     that for the http server. Offered whole (`alwaysLoad`), the tools' schemas add about
     4,000 tokens to every request of every session; deferred, about 500. The headersHelper
     would send the claude process's proof, but Claude Code gives a plugin's helper no messaging
-    token: the PreToolUse hook names the caller instead (dialects.caller_filled_in)."""
+    token: the PreToolUse hook names the caller instead (engines.caller_filled_in)."""
     return {
         "mcpServers": {
             "relaybay": {

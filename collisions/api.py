@@ -1,5 +1,5 @@
 """Reservations of files as JSON routes (docs/rules.md §7.3): files_reserve, files_release and
-files_list, each a thin adapter over sessions_app/files.py. The MCP tools of the same names
+files_list, each a thin adapter over collisions/files.py. The MCP tools of the same names
 run these routes' bodies (mcp_server/http.py) or call them (mcp_server/stdio.py)."""
 
 from django.utils import timezone
@@ -8,9 +8,12 @@ from ninja import Query, Router
 from core.auth import AgentAuth
 from core.errors import Refused
 
-from . import directory, files
-from .models import Session
-from .schemas import ERRORS, Error, FilesListOut, FilesListQuery, ReleaseIn, ReleaseOut, ReserveIn, ReserveOut
+from sessions_app import directory
+from sessions_app.models import Session
+from sessions_app.schemas import ERRORS, Error
+
+from . import files
+from .schemas import FilesListOut, FilesListQuery, ReleaseIn, ReleaseOut, ReserveIn, ReserveOut
 
 # Every route here is the agents' (docs/rules.md §6): what an MCP server calls for its session.
 router = Router(tags=["files"])

@@ -1,6 +1,6 @@
 """Connecting a coding-agent CLI to relaybay for every session its user starts.
 
-`manage.py connect ENGINE` and `manage.py disconnect ENGINE` (sessions_app/management/commands)
+`manage.py connect ENGINE` and `manage.py disconnect ENGINE` (install/management/commands)
 check what every engine needs — relaybay answering at its address with the agents' token —
 before anything is written, then hand over to the engine's module here. Each module offers:
 
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 ENGINES = {
-    "claude": "sessions_app.connectors.claude",
-    "codex": "sessions_app.connectors.codex",
-    "gemini": "sessions_app.connectors.gemini",
+    "claude": "install.connectors.claude",
+    "codex": "install.connectors.codex",
+    "gemini": "install.connectors.gemini",
 }
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app.connectors import ENGINES, ConnectError, Target, engine
+from install.connectors import ENGINES, ConnectError, Target, engine
 
 # Long enough for a relaybay busy migrating or under load; a person waits on it.
 REACH_TIMEOUT = 10

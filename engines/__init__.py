@@ -20,13 +20,23 @@ path for the three, in ingest.py.
 
 from dataclasses import dataclass
 
+from enum import StrEnum
+
 from core.errors import InvalidInput
 from core.mcp_tools import CARRIES_MESSAGE_TEXT
 
-from ..models import Session
-
 ENGINE_FIELD = "relaybay_engine"
-Engine = Session.Engine
+
+
+class Engine(StrEnum):
+    """The CLIs relaybay hears, by the name Session.engine stores."""
+
+    CLAUDE_CODE = "claude-code"
+    CODEX = "codex"
+    GEMINI = "gemini"
+
+
+ENGINE_NAMES = tuple(Engine)
 
 # Gemini CLI's event names for the events relaybay handles (the others keep their own name and
 # are only recorded), and the ones only Gemini CLI has.
@@ -71,8 +81,8 @@ def engine_of(payload):
     declared = payload.get(ENGINE_FIELD)
     if declared is None:
         return Engine.GEMINI if payload["hook_event_name"] in GEMINI_ONLY else Engine.CLAUDE_CODE
-    if declared not in Engine.values:
-        known = ", ".join(Engine.values)
+    if declared not in ENGINE_NAMES:
+        known = ", ".join(ENGINE_NAMES)
         raise InvalidInput(f"The hook payload's {ENGINE_FIELD} must be one of {known}; the hook client sets it from --engine.")
     return Engine(declared)
 

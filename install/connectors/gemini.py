@@ -9,9 +9,9 @@ by its description; `disconnect` takes out exactly those. Everything else in the
 
 import json
 
-from sessions_app.connectors import ConnectError
-from sessions_app.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
-from sessions_app.management.commands.claude_config import COMMAND_TIMEOUT
+from install.connectors import ConnectError
+from install.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
+from install.management.commands.claude_config import COMMAND_TIMEOUT
 
 ENGINE = "gemini"
 EVENTS = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "Notification", "SessionEnd")

@@ -17,7 +17,7 @@ from core.errors import ErrorCode, InvalidInput
 from core.inputs import check_identifier
 from relaybay_hook import tree as working_tree
 
-from .models import relative_to
+from sessions_app.models import relative_to
 
 # Linux's PATH_MAX: a longer path names no file a tool could write.
 PATH_MAX = 4096

@@ -1,9 +1,9 @@
 """The edit check of a PreToolUse (docs/rules.md §7.1, §7.3), and the file notices a hook carries.
 
-A PreToolUse of an edit tool (sessions_app.files.EDIT_TOOLS) names the file it will write. Before
-the tool runs, relaybay ties the path to its working tree (sessions_app/paths.py) and asks the
-two rules of sessions_app/files.py: an exclusive reservation of another live session over the
-file denies the edit (dialects.denied: the CLI does not run the tool, so the file is untouched);
+A PreToolUse of an edit tool (engines.edit_tools.EDIT_TOOLS) names the file it will write. Before
+the tool runs, relaybay ties the path to its working tree (collisions/paths.py) and asks the
+two rules of collisions/files.py: an exclusive reservation of another live session over the
+file denies the edit (engines.denied: the CLI does not run the tool, so the file is untouched);
 otherwise the edit is noted, and the session's model is warned of the live sessions that edited
 the same file lately and of shared reservations over it, while each of those sessions hears at
 its next hook that this one is editing a file it changed (a FileNotice, delivered as comments
@@ -11,18 +11,20 @@ and messages are, docs/rules.md §2).
 """
 
 import json
-from dataclasses import dataclass, field
-
 from django.db.models import Q
 from django.utils import timezone
 
 from core.pings import ping
 
-from .. import directory, files, paths
-from ..feed import feed_row
-from ..models import FileNotice, Session
-from . import delivery, dialects
-from .delivery import Deliverable
+from engines import edit_tools
+from sessions_app import directory
+from sessions_app.feed import feed_row
+from sessions_app.hooks import delivery
+from sessions_app.hooks.delivery import Deliverable
+from sessions_app.hooks.steps import NOTHING, Check, Step
+from sessions_app.models import FileNotice, Session
+
+from . import files, paths
 
 # What one warning lists at most; the rest are counted. Keeps a warning well inside one answer.
 LISTED = 5
@@ -56,33 +58,15 @@ def _reservation(reservation, now):
     return f"as {_clip(reservation.pattern)} until {files.until_text(reservation.expires_at, now)}{why}"
 
 
-@dataclass
-class EditCheck:
-    """What the check of one PreToolUse decided: a denial's reason, or a warning for the model
-    (either may be empty), and the feed rows of what happened, for the hook to write;
-    `pending`: what waits for the session, when the check asked it for the hook."""
-
-    deny: str = ""
-    warning: str = ""
-    feed: list = field(default_factory=list)
-    pending: tuple | None = None
-
-    def deny_answer(self, dialect):
-        return dialects.denied(dialect, self.deny)
-
-
-NOTHING = EditCheck()
-
-
 def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None, ask_pending=False):
     """The edit check of one hook event (a PreToolUse of one of its CLI's edit tools; any other
     passes). A replayed one is long past: its edit is noted at the time it was spooled, nothing
     answered. `ask_pending`: the hook will ask what waits for the session; the check asks it
-    with its own questions, in one statement (EditCheck.pending)."""
+    with its own questions, in one statement (Check.pending)."""
     if dialect.event != "PreToolUse":
         return NOTHING
     tool = payload.get("tool_name")
-    given = files.edited_paths(tool, payload.get("tool_input"), dialect.engine)
+    given = edit_tools.edited_paths(tool, payload.get("tool_input"), dialect.engine)
     if not given:
         return NOTHING
     reported = paths.reported_tree(payload.get("relaybay_tree"))
@@ -91,7 +75,7 @@ def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None, a
         for place in places:
             files.record_edit(place, session_id=link.session_id, hook_session=link.hook_session, tool=tool, now=happened_at or now)
         return NOTHING
-    check = EditCheck()
+    check = Check()
     for place in places:
         _check_place(check, link, tool, place, now, ask_pending)
     return check
@@ -204,3 +188,17 @@ class FileNotices(Deliverable):
 
 
 FILE_NOTICES = FileNotices()
+
+
+class EditStep(Step):
+    """The edit check's part of the hook pass (sessions_app/hooks/steps.py)."""
+
+    def link_updates(self, link, payload):
+        return tree_updates(link, payload)
+
+    def session_ended(self, link, reason, now):
+        # Its reservations end with it (docs/rules.md §7.3).
+        return files.end_reservations(link, reason, now)
+
+    def check(self, link, dialect, payload, now, **options):
+        return check_edit(link, dialect, payload, now, **options)

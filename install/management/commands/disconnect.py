@@ -1,4 +1,4 @@
-from sessions_app.management.commands.connect import ConnectCommand
+from install.management.commands.connect import ConnectCommand
 
 
 class Command(ConnectCommand):

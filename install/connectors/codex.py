@@ -22,9 +22,9 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from sessions_app.connectors import ConnectError
-from sessions_app.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
-from sessions_app.management.commands.claude_config import COMMAND_TIMEOUT
+from install.connectors import ConnectError
+from install.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
+from install.management.commands.claude_config import COMMAND_TIMEOUT
 
 ENGINE = "codex"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")

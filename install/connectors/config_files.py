@@ -15,7 +15,7 @@ from pathlib import Path
 from django.conf import settings
 
 from core.private_files import write_private
-from sessions_app.management.commands.claude_config import hook_config_file, hook_config_path, hook_python
+from install.management.commands.claude_config import hook_config_file, hook_config_path, hook_python
 
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
 TOKEN_SHOWN = "<the agents' token>"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class InstallConfig(AppConfig):
+    name = "install"
+    verbose_name = "Connecting the agent CLIs (install time)"

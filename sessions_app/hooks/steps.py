@@ -1,0 +1,71 @@
+"""What apps above sessions_app do inside one hook's pass (docs/rules.md §2.1), registered at
+start-up: the edit check of collisions/ (collisions/apps.py). ingest.py calls each registered
+step at its place in the one transaction, so those apps take part in the pass without
+sessions_app importing them."""
+
+from dataclasses import dataclass, field
+
+from engines import denied
+
+
+@dataclass
+class Check:
+    """What a step decided of one hook event before its answer: a denial's reason, or a warning
+    for the model (either may be empty), and the feed rows of what happened, for the hook to
+    write; `pending`: what waits for the session, when the step asked it for the hook."""
+
+    deny: str = ""
+    warning: str = ""
+    feed: list = field(default_factory=list)
+    pending: tuple | None = None
+
+    def deny_answer(self, dialect):
+        return denied(dialect, self.deny)
+
+
+NOTHING = Check()
+
+
+class Step:
+    """One app's part of the hook pass; each method's default does nothing."""
+
+    def link_updates(self, link, payload):
+        """What the payload changes of the link's own fields (written with the link's update)."""
+        return {}
+
+    def session_ended(self, link, reason, now):
+        """A SessionEnd: the feed rows of what ended with the session."""
+        return []
+
+    def check(self, link, dialect, payload, now, *, replay, happened_at, ask_pending):
+        """The check of one event before it is answered (a Check), NOTHING to let it pass."""
+        return NOTHING
+
+
+STEPS = []
+
+
+def register(step):
+    """Add an app's step (from its AppConfig.ready), once."""
+    if all(type(known) is not type(step) for known in STEPS):
+        STEPS.append(step)
+
+
+def link_updates(link, payload):
+    updates = {}
+    for step in STEPS:
+        updates.update(step.link_updates(link, payload))
+    return updates
+
+
+def session_ended(link, reason, now):
+    return [row for step in STEPS for row in step.session_ended(link, reason, now)]
+
+
+def check(link, dialect, payload, now, **options):
+    """The first step's check that does not let the event pass, else NOTHING."""
+    for step in STEPS:
+        found = step.check(link, dialect, payload, now, **options)
+        if found is not NOTHING:
+            return found
+    return NOTHING
