@@ -5,12 +5,13 @@ hook that something arrived; both go through the channel layer after the transac
 so nobody refetches a row that is not there yet. (The feed rows are sessions_app's:
 sessions_app/feed.py.)
 
-They are best effort, and nothing waits for them: the write they follow is committed, the
-database is the record, and a board refetches and a waiter checks the database anyway. A
-channel layer that does not answer (Redis paused, overloaded or gone) costs a board refresh or
-a prompt wake-up, logged, never an answer: in a server each send is made in the background by
-its process's `Outbox`, one at a time, and one the layer has not taken within `SEND_BOUND`
-seconds is dropped with what waited behind it (docs/rules.md §2.7).
+Nothing waits for them: the write they follow is committed, the database is the record, and a
+board refetches and a waiter checks the database anyway. A channel layer that does not answer
+(Redis paused, overloaded or gone) never holds up an answer: in a server each send is made in
+the background by its process's `Outbox`, one at a time, each within `SEND_BOUND` seconds; one
+the layer does not take is kept, with what waits behind it, and tried again every
+`RETRY_AFTER` seconds until the layer takes it, so an idle session is woken moments after the
+layer answers again rather than at its waiter's next check (docs/rules.md §2.7).
 
 In the server, the database work runs on relaybay's database threads (core/dbthreads.py)
 and the channel layer lives on the event loop. A send made on a database thread is held
@@ -51,9 +52,12 @@ RELAYABLE_TYPES = {"board.ping", "wake"}
 log = logging.getLogger("relaybay")
 
 
-# Seconds the channel layer has to take one send before it is dropped: a send takes a few
-# milliseconds when Redis answers.
+# Seconds the channel layer has to take one send before the send is given up: a send takes a
+# few milliseconds when Redis answers.
 SEND_BOUND = 1.0
+# A send the layer did not take is tried again this often, and kept at most as long as a
+# wake-up poll lasts (RELAYBAY_MAX_WAIT): by then every waiter has checked the database.
+RETRY_AFTER = 0.5
 
 _held = contextvars.ContextVar("relaybay_held_sends", default=None)
 
@@ -91,41 +95,69 @@ class Outbox:
     the same type to the same group (a wake, a waiter's "replaced") takes the earlier one's
     place, since the receiver reads the database for what it means. So what waits is at most a
     message per group and type, however long the layer takes. A send the layer has not taken
-    within SEND_BOUND is dropped, logged, and so is everything waiting behind it then: it would
-    have waited as long."""
+    within SEND_BOUND goes back to wait, logged once for the stall, and the outbox tries again
+    after RETRY_AFTER; a message that waited longer than a wake-up poll lasts is dropped, since
+    every waiter has read the database since."""
 
     def __init__(self):
-        self.waiting = {}
+        self.waiting = {}  # (group, type) → (message, when it was last asked for)
         self.worker = None
+        self.stalled = False
 
     def post(self, group, message):
+        loop = asyncio.get_running_loop()
         key = (group, message.get("type"))
-        earlier = self.waiting.get(key)
-        if earlier is not None and key[1] == "board.ping":
-            message = {**message, "topics": sorted({*earlier.get("topics", ()), *message.get("topics", ())})}
-        self.waiting[key] = message
+        self.waiting[key] = _merged(self.waiting.get(key), (message, loop.time()))
         if self.worker is None:
-            self.worker = asyncio.get_running_loop().create_task(self._send_waiting())
+            self.worker = loop.create_task(self._send_waiting())
+
+    def _put_back(self, key, kept):
+        """A send the layer did not take goes first again, merged with what was asked for
+        the same group and type meanwhile."""
+        newer = self.waiting.pop(key, None)
+        self.waiting = {key: _merged(kept, newer) if newer else kept, **self.waiting}
 
     async def _send_waiting(self):
         layer = get_channel_layer()
+        loop = asyncio.get_running_loop()
         try:
             while self.waiting:
-                (group, _), message = _pop_first(self.waiting)
+                key = next(iter(self.waiting))
+                message, asked_at = self.waiting.pop(key)
                 try:
-                    await _bounded_send(layer, group, message)
+                    await _bounded_send(layer, key[0], message)
                 except Exception as error:  # noqa: BLE001 - as send_to_group
-                    _not_taken(group, message, error)
-                    if self.waiting:
-                        log.warning("dropped %d more channel-layer send(s) waiting behind it", len(self.waiting))
-                        self.waiting.clear()
+                    if not self.stalled:
+                        _not_taken(key[0], message, error)
+                        log.warning("the channel-layer sends not taken are kept and tried again every %g s", RETRY_AFTER)
+                        self.stalled = True
+                    self._put_back(key, (message, asked_at))
+                    self._drop_older_than(loop.time() - settings.RELAYBAY_MAX_WAIT)
+                    await asyncio.sleep(RETRY_AFTER)
+                    continue
+                if self.stalled:
+                    log.warning("the channel layer takes sends again")
+                    self.stalled = False
         finally:
             self.worker = None
 
+    def _drop_older_than(self, moment):
+        old = [key for key, (_, asked_at) in self.waiting.items() if asked_at < moment]
+        for key in old:
+            del self.waiting[key]
+        if old:
+            log.warning("dropped %d channel-layer send(s) kept longer than a wake-up poll lasts", len(old))
 
-def _pop_first(waiting):
-    key = next(iter(waiting))
-    return key, waiting.pop(key)
+
+def _merged(earlier, later):
+    """One waiting (message, asked at) for two of the same group and type: a board ping with
+    both pings' topics, else the later message; asked at the later time."""
+    if earlier is None:
+        return later
+    message = later[0]
+    if message.get("type") == "board.ping":
+        message = {**message, "topics": sorted({*earlier[0].get("topics", ()), *message.get("topics", ())})}
+    return message, max(earlier[1], later[1])
 
 
 _outboxes = weakref.WeakKeyDictionary()

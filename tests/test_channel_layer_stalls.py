@@ -17,6 +17,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django import db
+from django.conf import settings
 from django.test import AsyncClient
 
 from core import pings
@@ -78,23 +79,46 @@ def board_ping(*topics):
 # --------------------------------------------------------------------------- the outbox
 
 
-async def test_a_send_the_layer_does_not_take_in_time_is_dropped_and_logged_with_what_waited_behind_it(stalled, caplog):
+async def test_a_send_the_layer_does_not_take_in_time_is_kept_with_what_waits_behind_it_and_sent_once_the_layer_answers(stalled, monkeypatch, caplog):
+    monkeypatch.setattr(pings, "RETRY_AFTER", 0.05)
     box = pings.outbox()
     with caplog.at_level(logging.WARNING, logger="relaybay"):
         box.post("board", board_ping("sessions"))
         box.post("wait.one", {"type": "wake"})
         box.post("wait.two", {"type": "wake"})
-        await until(lambda: box.worker is None, "the outbox gave up")
-    # One send was tried; the two behind it were dropped with it, and each drop said so.
-    assert [group for group, _, _ in stalled.calls] == ["board"]
+        # The first send is tried again and again while the layer does not answer; what waits
+        # behind it stays, and a ping asked for meanwhile joins the one kept.
+        await until(lambda: len(stalled.calls) >= 3, "a few tries")
+        box.post("board", board_ping("messages"))
+        tries = len(stalled.calls)
+        await until(lambda: len(stalled.calls) >= tries + 2, "a try of the merged ping")
+        assert {group for group, _, _ in stalled.calls} == {"board"}
+        assert box.worker is not None and {group for group, _ in box.waiting} >= {"wait.one", "wait.two"}
     assert "the channel layer did not take a board.ping for board" in caplog.text
-    assert "dropped 2 more channel-layer send(s)" in caplog.text
-    # The layer answers again: the next send goes out.
-    stalled.release()
-    channel = await stalled.layer.new_channel()
-    await stalled.real_add("board", channel)
-    box.post("board", board_ping("messages"))
-    assert await asyncio.wait_for(stalled.layer.receive(channel), 10) == board_ping("messages")
+    assert caplog.text.count("did not take") == 1  # once for the stall, not once a try
+    channels = {}
+    for group in ("board", "wait.one", "wait.two"):
+        channels[group] = await stalled.layer.new_channel()
+        await stalled.real_add(group, channels[group])
+    with caplog.at_level(logging.WARNING, logger="relaybay"):
+        stalled.release()
+        # The layer answers again: everything kept goes out, the board ping with both topics.
+        assert await asyncio.wait_for(stalled.layer.receive(channels["board"]), 10) == board_ping("messages", "sessions")
+        for group in ("wait.one", "wait.two"):
+            assert await asyncio.wait_for(stalled.layer.receive(channels[group]), 10) == {"type": "wake"}
+        await until(lambda: box.worker is None, "the outbox emptied")
+    assert "the channel layer takes sends again" in caplog.text
+
+
+async def test_a_send_kept_longer_than_a_wake_up_poll_lasts_is_dropped_and_logged(stalled, monkeypatch, caplog):
+    monkeypatch.setattr(pings, "RETRY_AFTER", 0.05)
+    monkeypatch.setattr(settings, "RELAYBAY_MAX_WAIT", 0.5)
+    box = pings.outbox()
+    with caplog.at_level(logging.WARNING, logger="relaybay"):
+        box.post("wait.one", {"type": "wake"})
+        await until(lambda: box.worker is None, "the outbox gave up")
+    assert "dropped 1 channel-layer send(s) kept longer than a wake-up poll lasts" in caplog.text
+    assert not box.waiting
 
 
 async def test_pings_asked_for_while_a_send_is_on_its_way_go_out_merged(stalled, monkeypatch):

@@ -290,6 +290,45 @@ def test_with_redis_paused_hook_answers_sends_and_wake_up_polls_wait_for_nothing
         redis_server.stop()
 
 
+@pytest.mark.scale_out
+def test_a_send_made_while_redis_is_paused_wakes_its_idle_recipient_once_redis_answers_not_at_the_end_of_its_poll(tmp_path):
+    """The wake the send asks for is kept by the sending process and made again once Redis
+    answers (docs/rules.md §2.7): the waiter on the other process answers before its poll
+    would have ended and found the message in the database anyway."""
+    redis_server = PausableRedis(tmp_path / "redis").start()
+    servers = []
+    try:
+        servers = start_cluster(tmp_path, 2, scale_out_env(redis_url=redis_server.url))
+        first, second = servers
+        first.start_session("hook-alpha", "alpha", cwd="/work/alpha")
+        first.start_session("hook-beta", "beta", cwd="/work/beta")
+        first.hook("UserPromptSubmit", "hook-beta", prompt="go", cwd="/work/beta")
+        first.hook("Stop", "hook-beta", stop_hook_active=False, cwd="/work/beta")
+        poll = 25
+        answered = {}
+
+        def waiter():
+            started = time.monotonic()
+            answered["answer"] = first.get("/hooks/wait", session_id="hook-beta", timeout=poll)
+            answered["after"] = time.monotonic() - started
+
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        wait_until(lambda: query(first, "select waiter from sessions_app_hooklink where hook_session = 'hook-beta'")[0][0], what="the waiter")
+        time.sleep(0.5)  # registered, then joined its group
+        redis_server.pause(5)
+        status, sent = send(second, "alpha", "beta", "during the pause", timeout=10)
+        assert status == 200, sent
+        thread.join(poll + 10)
+        status, answer = answered["answer"]
+        assert status == 200 and answer["status"] == "delivered" and "during the pause" in answer["text"], answer
+        # Its last check of the database comes at `poll` seconds: woken well before.
+        assert answered["after"] < poll - 2, answered
+    finally:
+        stop_cluster(servers)
+        redis_server.stop()
+
+
 # --------------------------------------------------------------------------- the spool across a long outage
 
 
