@@ -29,6 +29,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from core.errors import tool_error_text
 from core.limits import Limits
+from mcp_server.listener import NotRelaybay, async_transport, sync_transport
 from mcp_server.tools import PROVEN, READS, build_server as build_tools
 from relaybay_hook.proof import PROCESS_HEADER, messaging_token, process_proof
 
@@ -53,13 +54,14 @@ class RelaybayAPI:
     def client(self):
         # One client for the process: its connection is kept alive from call to call, and its
         # TLS context is built once. trust_env=False: a proxy set for the agent's own traffic
-        # must not sit between it and a loopback relaybay.
+        # must not sit between it and a loopback relaybay. Its transport sends nothing to a
+        # listener of another account (mcp_server/listener.py).
         if self._client is None:
             self._client = httpx2.AsyncClient(
                 base_url=f"{self.url}/api/",
                 timeout=self.timeout,
                 trust_env=False,
-                verify=self.verify,
+                transport=async_transport(self.verify),
                 headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json", **self.proof_header()},
             )
         return self._client
@@ -79,6 +81,11 @@ class RelaybayAPI:
             )
         try:
             response = await self.client().request(method, path, params=params, json=body)
+        except NotRelaybay as refusal:
+            raise ToolError(
+                f"relaybay is not what answers at {self.url}: {refusal}. Nothing was sent to it. Start relaybay "
+                "(`make run`), then call the tool again."
+            ) from None
         except (httpx2.ConnectError, httpx2.ConnectTimeout):
             raise ToolError(
                 f"relaybay is not reachable at {self.url}. Start it with `make run` (or check RELAYBAY_URL "
@@ -106,15 +113,13 @@ class RelaybayAPI:
         if not self.token:
             return Limits()
         try:
-            response = httpx2.get(
-                f"{self.url}/api/message_limits",
-                headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"},
-                timeout=LIMITS_TIMEOUT,
-                trust_env=False,
-                verify=self.verify,
-            )
+            with httpx2.Client(timeout=LIMITS_TIMEOUT, trust_env=False, transport=sync_transport(self.verify)) as client:
+                response = client.get(
+                    f"{self.url}/api/message_limits",
+                    headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"},
+                )
             return Limits(**response.json()) if response.is_success else Limits()
-        except (httpx2.HTTPError, httpx2.InvalidURL, ValueError, TypeError):
+        except (httpx2.HTTPError, httpx2.InvalidURL, NotRelaybay, ValueError, TypeError):
             return Limits()
 
     def answer(self, response):

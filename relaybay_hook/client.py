@@ -2,7 +2,7 @@
 import sys
 
 from relaybay_hook import env, printed
-from relaybay_hook.conn import HOOKS_PATH, Unreachable, error_text, http_request, unavailable
+from relaybay_hook.conn import HOOKS_PATH, NotRelaybay, Unreachable, error_text, http_request, unavailable
 from relaybay_hook.output import err, exit_now, out
 from relaybay_hook.proof import hook_headers
 
@@ -69,11 +69,80 @@ def with_tree(payload):
     return with_field(payload, b'relaybay_tree', report) if report else payload
 
 
-def _spool_pending(path):
+NO_SPOOL, SPOOL_PENDING, SPOOL_TROUBLE = 0, 1, 2
+
+
+def _spool_state(path):
+    """Whether the spool holds events to replay, or is something the client must move aside
+    first (not this account's regular file, or past its bound): one lstat, no symlink followed."""
     try:
-        return env.stat(path).st_size > 0
+        st = env.lstat(path)
     except OSError:
-        return False
+        return NO_SPOOL
+    if (st.st_mode & 0o170000) != 0o100000 or st.st_uid != env.getuid() or st.st_size > env.SPOOL_MAX_BYTES:
+        return SPOOL_TROUBLE
+    return SPOOL_PENDING if st.st_size > 0 else NO_SPOOL
+
+
+def _told(notices):
+    """The client's notices go to stderr as well as into the answer (systemMessage)."""
+    for notice in notices:
+        err(notice)
+    return notices
+
+
+def _spool_trouble(path):
+    from relaybay_hook import spool
+    try:
+        why = spool.problem(path)
+        return [spool.set_aside_spool(path, why)] if why else []
+    except Exception as exc:
+        return ['relaybay\'s spool %s cannot be checked (%s): events are sent as usual.' % (path, exc)]
+
+
+def _keep(path, payload):
+    """Spool the event; the sentences for the person (never raises)."""
+    from relaybay_hook import spool
+    try:
+        notice = spool.spool_event(path, payload)
+    except Exception as exc:  # a full disk, a folder of another account...
+        return ['relaybay is not reachable and this event could not be kept in %s: %s' % (path, exc)]
+    return [notice] if notice else []
+
+
+def _replay(path, timeout):
+    """Replay the spool after the call's own event went through; the sentences for the person."""
+    from relaybay_hook import spool
+    try:
+        set_aside = spool.replay_spool(path, timeout)
+    except Exception as exc:
+        return ['relaybay could not replay the events kept in %s: %s' % (path, exc)]
+    return [spool.set_aside_notice(path, set_aside)] if set_aside else []
+
+
+def _impostor_notice(path, reason):
+    """Said once while it lasts (a marker beside the spool, removed by the next call relaybay
+    answers): another account's program answers at relaybay's address."""
+    marker = path + '.not-relaybay'
+    try:
+        env.lstat(marker)
+        return []
+    except OSError:
+        pass
+    try:
+        from relaybay_hook import private
+        private.append(marker, b'')
+    except Exception:
+        pass
+    return ['relaybay is not what answers at %s: %s. Nothing was sent to it and nothing it says reaches '
+            'this session; events are kept in %s until relaybay answers there.' % (env.base_url(), reason, path)]
+
+
+def _forget_impostor(path):
+    try:
+        env.unlink(path + '.not-relaybay')
+    except OSError:
+        pass
 
 
 def _is_session_start(payload):
@@ -148,35 +217,34 @@ def event_mode(engine=None):
     timeout = max(env.float_env('RELAYBAY_TIMEOUT', 10), 0.1)
     spool_path = env.spool_path()
     notices = []
+    spool_state = _spool_state(spool_path)
+    if spool_state == SPOOL_TROUBLE:
+        notices += _told(_spool_trouble(spool_path))
     # What this process printed before and relaybay has not taken yet goes with this call.
     printed_file = printed.file_for(spool_path, payload)
     entries = printed.load(printed_file)
     answer_headers = {}
+    # The call's own event goes first, whatever the spool holds.
     try:
-        if _spool_pending(spool_path):
-            from relaybay_hook import spool
-            spooled, set_aside = spool.replay_spool(spool_path, payload, timeout)
-            if set_aside:
-                notices.append(spool.set_aside_notice(spool_path, set_aside))
-            if spooled:
-                return _answer(None, notices)
-        try:
-            status, body = http_request(
-                'POST', HOOKS_PATH, payload, hook_headers() + printed.report_headers(entries), timeout, answer_headers=answer_headers)
-        except Unreachable:
-            status, body = None, None
-        if status is None or unavailable(status):
-            from relaybay_hook import spool
-            spool.spool_event(spool_path, payload)
-            if _is_session_start(payload):
-                notices.append(
-                    'relaybay is not reachable at %s: this session\'s events are kept in %s and sent when '
-                    'it is back; no comments or messages reach this session until then.' % (env.base_url(), spool_path))
-            return _answer(None, notices)
-    except Exception as exc:  # spool trouble (disk full, permissions...): never break the agent
-        err('spool error: %s' % exc)
+        status, body = http_request(
+            'POST', HOOKS_PATH, payload, hook_headers() + printed.report_headers(entries), timeout, answer_headers=answer_headers)
+    except NotRelaybay as exc:
+        err(str(exc))
+        notices += _told(_impostor_notice(spool_path, str(exc)))
+        return _answer(None, notices + _told(_keep(spool_path, payload)))
+    except Unreachable:
+        status, body = None, None
+    if status is None or unavailable(status):
+        notices += _told(_keep(spool_path, payload))
+        if _is_session_start(payload):
+            notices.append(
+                'relaybay is not reachable at %s: this session\'s events are kept in %s and sent when '
+                'it is back; no comments or messages reach this session until then.' % (env.base_url(), spool_path))
         return _answer(None, notices)
     if 200 <= status < 300:
+        _forget_impostor(spool_path)
+        if spool_state == SPOOL_PENDING:
+            notices += _told(_replay(spool_path, timeout))
         if body is None:
             err('%d answer cut short' % status)
             body = None

@@ -4,13 +4,18 @@ import time
 
 import _socket
 
-from relaybay_hook import env
+from relaybay_hook import env, peer
 
 HOOKS_PATH = '/api/hooks'
 
 
 class Unreachable(Exception):
     """No HTTP status line was received: relaybay is down, unknown or too slow."""
+
+
+class NotRelaybay(Unreachable):
+    """Another account's program listens on relaybay's address (relaybay_hook/peer.py): nothing
+    was sent to it, and nothing it says is read."""
 
 
 def unavailable(status):
@@ -52,10 +57,16 @@ def _connect(scheme, host, port, deadline):
         try:
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
             sock.connect(addr)
-            return sock
         except OSError as exc:
             last = exc
             sock.close()
+            continue
+        try:
+            peer.check(sock)
+        except peer.NotRelaybay as exc:
+            sock.close()
+            raise NotRelaybay(str(exc))
+        return sock
     raise last or OSError('no address for %s' % host)
 
 
@@ -152,9 +163,10 @@ def _read_response(sock, deadline, answer_headers=None):
             eof = True
 
 
-def http_request(method, path, body=None, headers=(), timeout=10.0, url=None, answer_headers=None):
+def http_request(method, path, body=None, headers=(), timeout=10.0, url=None, answer_headers=None, token=None):
     """One HTTP/1.1 exchange (Connection: close). Returns (status, body or None); the
-    answer's headers go into the dict `answer_headers`, when given."""
+    answer's headers go into the dict `answer_headers`, when given. Over plain http nothing is
+    sent before the listener is known to be relaybay's account's (NotRelaybay)."""
     scheme, host, port, host_header, prefix = _parse_url(url or env.base_url())
     deadline = time.monotonic() + timeout
     lines = [
@@ -164,7 +176,7 @@ def http_request(method, path, body=None, headers=(), timeout=10.0, url=None, an
         'Accept: application/json',
         'Connection: close',
     ]
-    token = env.token()
+    token = token or env.token()
     if token:
         lines.append('Authorization: Bearer ' + env.clean(token))
     lines.extend(headers)
@@ -176,6 +188,8 @@ def http_request(method, path, body=None, headers=(), timeout=10.0, url=None, an
         request += body
     try:
         sock = _connect(scheme, host, port, deadline)
+    except NotRelaybay:
+        raise
     except (OSError, ValueError) as exc:
         raise Unreachable(str(exc) or exc.__class__.__name__)
     try:

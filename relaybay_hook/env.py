@@ -13,17 +13,18 @@ try:  # the C module behind `os`; importing `os` itself costs ~1 ms
             return default
         return v.decode('utf-8', 'surrogateescape')
 
-    stat = _px.stat
+    stat, lstat, getuid, unlink = _px.stat, _px.lstat, _px.getuid, _px.unlink
 except ImportError:  # pragma: no cover - non-POSIX platforms
     import os as _px
 
     def getenv(name, default=None):
         return _px.environ.get(name, default)
 
-    stat = _px.stat
+    stat, lstat, getuid, unlink = _px.stat, _px.lstat, _px.getuid, _px.unlink
 
 DEFAULT_URL = 'http://127.0.0.1:8000'
 DEFAULT_SPOOL = '~/.relaybay/spool.jsonl'
+SPOOL_MAX_BYTES = 16 * 1024 * 1024  # a spool past this is moved aside whole (spool.py)
 CONFIG_ENV = 'RELAYBAY_HOOK_CONFIG'
 
 _file_settings = None

@@ -22,12 +22,20 @@ import time
 
 from relaybay_hook import env, proof
 
+try:
+    import posix as _px
+except ImportError:  # pragma: no cover - non-POSIX platforms
+    import os as _px
+
 PRINTED_DIR = 'printed'
 REPORT_MAX = 100         # handles reported by one call, oldest first
 COMPACT_AT = 256         # lines past which a write rewrites the file with what is still needed
 KEEP_PRINTED = 86400.0   # a report relaybay never takes (the session is gone) is dropped after a day
 KEEP_TAKEN = 86400.0     # a taken handle is remembered a day, against an offer that crossed its report
 LOCK_WAIT = 2.0
+MAX_BYTES = 256 * 1024   # read of a record at most (a compacted one holds at most KEEP_MAX lines)
+KEEP_MAX = 2000          # handles a compaction keeps at most, the newest
+KEEP_FILES = 2 * 86400.0  # a record untouched this long holds nothing needed (its process is gone)
 
 
 def _session_id(payload):
@@ -63,10 +71,17 @@ def _read(path):
     if not path:
         return b''
     try:
-        with open(path, 'rb') as f:
-            return f.read()
+        fd = _px.open(path, _px.O_RDONLY | getattr(_px, 'O_NOFOLLOW', 0))
     except OSError:
         return b''
+    try:
+        if _px.fstat(fd).st_uid != _px.getuid():
+            return b''
+        return _px.read(fd, MAX_BYTES)
+    except OSError:
+        return b''
+    finally:
+        _px.close(fd)
 
 
 def _parse(data):
@@ -154,8 +169,10 @@ def _lock(path):
     fd is given without it, since an append is whole anyway and better kept than lost)."""
     import fcntl
     import os
-    os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
-    lock = os.open(path + '.lock', os.O_RDWR | os.O_CREAT, 0o600)
+
+    from relaybay_hook import private
+    private.folder(os.path.dirname(path))
+    lock = private.open_file(path + '.lock', os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
@@ -182,21 +199,18 @@ def _write(path, changes, now):
     """Append the changes, or rewrite the file with what is still needed past COMPACT_AT
     lines. The caller holds the lock."""
     import os
+
+    from relaybay_hook import private
     lines = ['%s %s %.3f\n' % (h, state, now) for h, state in changes]
     data = _read(path)
+    if not data:  # a new record: the records of processes long gone are removed
+        private.prune(os.path.dirname(path), '', KEEP_FILES)
     if data.count(b'\n') + len(lines) > COMPACT_AT:
         current = _parse(data)
         for h, state in changes:
             current[h] = (state, now)
-        kept = [(h, state, at) for h, (state, at) in current.items()
-                if now - at < (KEEP_PRINTED if state == 'p' else KEEP_TAKEN)]
-        tmp = '%s.tmp.%d' % (path, os.getpid())
-        with open(tmp, 'w') as f:
-            f.write(''.join('%s %s %.3f\n' % item for item in kept))
-        os.replace(tmp, path)
+        kept = sorted((at, h, state) for h, (state, at) in current.items()
+                      if now - at < (KEEP_PRINTED if state == 'p' else KEEP_TAKEN))[-KEEP_MAX:]
+        private.replace(path, ''.join('%s %s %.3f\n' % (h, state, at) for at, h, state in kept).encode('ascii'))
     else:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, ''.join(lines).encode('ascii'))  # one write: an O_APPEND write lands whole
-        finally:
-            os.close(fd)
+        private.append(path, ''.join(lines).encode('ascii'))  # one write: an O_APPEND write lands whole

@@ -369,7 +369,7 @@ def test_gateway_errors_count_as_unreachable(stub, spool):
     assert len(spool_entries(spool)) == 1
 
 
-def test_next_call_replays_spool_in_order_before_own_event(stub, spool):
+def test_next_call_posts_its_own_event_first_then_replays_the_spool_in_order(stub, spool):
     down = closed_port_url()
     spooled = [event(i) for i in range(3)]
     for p in spooled:
@@ -381,51 +381,52 @@ def test_next_call_replays_spool_in_order_before_own_event(stub, spool):
     own = event(99, 'UserPromptSubmit', prompt='now')
     r = run_hook(s.url, spool, own)
     assert r.returncode == 0
-    assert json.loads(r.stdout) == {'n': 3}  # the answer to its own event, not a replay's
+    assert json.loads(r.stdout) == {'n': 0}  # the answer to its own event, not a replay's
     reqs = s.hook_requests()
-    assert [q['body'] for q in reqs] == spooled + [own]
-    for q, e in zip(reqs[:3], entries):
+    assert [q['body'] for q in reqs] == [own] + spooled
+    assert 'x-relaybay-replay' not in reqs[0]['headers']
+    for q, e in zip(reqs[1:], entries):
         assert q['headers']['x-relaybay-replay'] == '1'
         assert q['headers']['x-relaybay-spooled-at'] == e['spooled_at']
         assert q['headers']['authorization'] == 'Bearer ' + TOKEN
-    assert 'x-relaybay-replay' not in reqs[3]['headers']
     assert spool_entries(spool) == []
 
 
 def test_server_dies_mid_replay_keeps_remainder_in_order(stub, spool):
     spooled = [event(i) for i in range(5)]
     write_spool(spool, spooled)
-    s = stub(die_after=2)
+    s = stub(die_after=3)
     own = event(99)
     r = run_hook(s.url, spool, own)
-    assert r.returncode == 0 and r.stdout == b'' and r.stderr == b''
-    assert [q['body'] for q in s.requests] == spooled[:2]
+    assert r.returncode == 0 and r.stdout == b'{}' and r.stderr == b''
+    assert [q['body'] for q in s.requests] == [own] + spooled[:2]
     left = spool_entries(spool)
-    assert [e['payload'].encode() for e in left] == spooled[2:] + [own]
+    assert [e['payload'].encode() for e in left] == spooled[2:]
     # untouched entries keep their original timestamps
-    assert [e['spooled_at'] for e in left[:3]] == [
+    assert [e['spooled_at'] for e in left] == [
         '2030-01-01T00:00:%02d.000000+00:00' % i for i in (2, 3, 4)]
     assert not [p for p in spool.parent.iterdir() if '.tmp.' in p.name]
 
     s2 = stub()
-    r = run_hook(s2.url, spool, event(100))
-    assert [q['body'] for q in s2.requests] == spooled[2:] + [own, event(100)]
-    assert [q['headers'].get('x-relaybay-replay') for q in s2.requests] == ['1'] * 4 + [None]
+    run_hook(s2.url, spool, event(100))
+    assert [q['body'] for q in s2.requests] == [event(100)] + spooled[2:]
+    assert [q['headers'].get('x-relaybay-replay') for q in s2.requests] == [None] + ['1'] * 3
     assert spool_entries(spool) == []
 
 
 def test_replay_budget_defers_the_rest_in_order(stub, spool):
-    # the client spends at most ~3 s replaying; the rest (and its own event) wait, in order
+    # the client spends at most ~3 s replaying after its own event; the rest waits, in order
     spooled = [event(i) for i in range(20)]
     write_spool(spool, spooled)
     s = stub(lambda req, i: {'body': {}, 'delay': 0.25})
     t0 = time.monotonic()
     r = run_hook(s.url, spool, event(99))
     assert time.monotonic() - t0 < 5
-    assert r.returncode == 0 and r.stdout == b''
-    sent = [q['body'] for q in s.requests]
+    assert r.returncode == 0 and r.stdout == b'{}'
+    own, *sent = [q['body'] for q in s.requests]
+    assert own == event(99)
     assert 8 <= len(sent) < 20 and sent == spooled[:len(sent)]
-    assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[len(sent):] + [event(99)]
+    assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[len(sent):]
 
 
 def rejected_entries(spool):
@@ -436,16 +437,16 @@ def rejected_entries(spool):
 def test_a_replay_refused_with_4xx_is_set_aside_and_the_rest_keeps_its_order(stub, spool):
     spooled = [event(i) for i in range(3)]
     write_spool(spool, spooled)
-    s = stub(lambda req, i: {'status': 400, 'body': {'detail': 'malformed'}} if i == 1
+    s = stub(lambda req, i: {'status': 400, 'body': {'detail': 'malformed'}} if i == 2
              else {'body': {'n': i}})
     r = run_hook(s.url, spool, event(99))
     assert r.returncode == 0
     answer = json.loads(r.stdout)
-    assert answer['n'] == 3  # the answer to its own event, with the notice for the user
-    assert answer['systemMessage'] == ('relaybay refused 1 event kept while it was unreachable '
+    assert answer['n'] == 0  # the answer to its own event, with the notice for the user
+    assert answer['systemMessage'] == ('relaybay set aside 1 event kept while it was unreachable '
                                        '(400 malformed); it is in %s.rejected' % spool)
-    assert b'400 malformed' in r.stderr and b'set aside in' in r.stderr
-    assert [q['body'] for q in s.requests] == spooled + [event(99)]
+    assert b'400 malformed' in r.stderr and b'set aside' in r.stderr
+    assert [q['body'] for q in s.requests] == [event(99)] + spooled
     assert spool_entries(spool) == []
     [aside] = rejected_entries(spool)
     assert aside['payload'].encode() == spooled[1] and aside['status'] == 400
@@ -455,14 +456,14 @@ def test_a_replay_refused_with_4xx_is_set_aside_and_the_rest_keeps_its_order(stu
 def test_a_replay_5xx_keeps_the_entry_at_the_head_and_everything_behind_it_in_order(stub, spool):
     spooled = [event(i) for i in range(3)]
     write_spool(spool, spooled)
-    s = stub(lambda req, i: {'status': 500, 'body': {'detail': 'bug'}} if i == 1
+    s = stub(lambda req, i: {'status': 500, 'body': {'detail': 'bug'}} if i == 2
              else {'body': {'n': i}})
     r = run_hook(s.url, spool, event(99))
-    assert (r.returncode, r.stdout) == (0, b'')
+    assert (r.returncode, json.loads(r.stdout)) == (0, {'n': 0})
     assert b'attempt 1 of 5' in r.stderr
-    assert [q['body'] for q in s.requests] == spooled[:2]
+    assert [q['body'] for q in s.requests] == [event(99)] + spooled[:2]
     left = spool_entries(spool)
-    assert [e['payload'].encode() for e in left] == spooled[1:] + [event(99)]
+    assert [e['payload'].encode() for e in left] == spooled[1:]
     assert left[0]['attempts'] == 1 and 'attempts' not in left[1]
 
 
@@ -476,33 +477,37 @@ def test_an_entry_failing_with_5xx_five_times_is_set_aside_and_the_rest_follows_
     for n, own in enumerate(live):
         r = run_hook(s.url, spool, own)
         assert r.returncode == 0
-        if n < 4:  # kept at the head, with the rest (and each live event) behind it in order
-            assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[1:] + live[:n + 1]
-            assert r.stdout == b''
+        if n < 4:  # kept at the head, with the rest behind it in order; each live event went first
+            assert [e['payload'].encode() for e in spool_entries(spool)] == spooled[1:]
+            assert json.loads(r.stdout) == {'n': 100 + n}
     answer = json.loads(r.stdout)
     assert answer['n'] == 104
-    assert answer['systemMessage'].startswith('relaybay refused 1 event kept while it was unreachable (500 bug)')
+    assert answer['systemMessage'].startswith('relaybay set aside 1 event kept while it was unreachable (500 bug)')
     sent = [q['body'] for q in s.requests]
-    # the failing entry was tried five times; everything else arrived once, in order
+    # the failing entry was tried five times; everything else arrived once
     assert sent.count(failing) == 5
-    assert [b for b in sent if b != failing] == [spooled[0]] + spooled[2:] + live
+    assert [b for b in sent if b != failing] == [live[0], spooled[0]] + live[1:] + spooled[2:]
     assert spool_entries(spool) == []
     [aside] = rejected_entries(spool)
     assert aside['payload'].encode() == failing and aside['status'] == 500 and aside['attempts'] == 5
 
 
-def test_unreadable_spool_line_is_dropped(stub, spool):
+def test_an_unreadable_spool_line_is_set_aside_and_the_person_is_told_once(stub, spool):
     write_spool(spool, [event(0)])
     with open(spool, 'a') as f:
         f.write('{"spooled_at": "x", "payl\n')
-    write_spool_tail = json.dumps({'spooled_at': 'y', 'payload': event(2).decode()}) + '\n'
-    with open(spool, 'a') as f:
-        f.write(write_spool_tail)
+        f.write(json.dumps({'spooled_at': 'y', 'payload': event(2).decode()}) + '\n')
     s = stub()
     r = run_hook(s.url, spool, event(99))
-    assert r.returncode == 0 and r.stdout == b'{}'
-    assert [q['body'] for q in s.requests] == [event(0), event(2), event(99)]
+    assert r.returncode == 0
+    assert json.loads(r.stdout)['systemMessage'] == (
+        'relaybay set aside 1 event kept while it was unreachable (unreadable: not JSON); it is in %s.rejected' % spool)
+    assert [q['body'] for q in s.requests] == [event(99), event(0), event(2)]
     assert spool_entries(spool) == []
+    [aside] = rejected_entries(spool)
+    assert aside['line'] == '{"spooled_at": "x", "payl\n' and aside['answer'] == 'unreadable: not JSON'
+    again = run_hook(s.url, spool, event(100))
+    assert (again.stdout, again.stderr) == (b'{}', b'')
 
 
 @pytest.mark.parametrize('procs', [2, 8])
@@ -527,7 +532,6 @@ def test_concurrent_calls_replay_each_event_exactly_once_in_order(stub, spool, p
     lives = [q for q in s.requests if 'x-relaybay-replay' not in q['headers']]
     assert [q['body'] for q in replays] == spooled  # each exactly once, in order
     assert sorted(q['body'] for q in lives) == sorted(own)
-    assert max(q['time'] for q in replays) <= min(q['time'] for q in lives)
     assert spool_entries(spool) == []
 
 

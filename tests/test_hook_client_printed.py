@@ -52,11 +52,11 @@ def test_an_answer_repeating_an_item_printed_already_is_not_printed(stub, spool)
 
 
 def test_a_client_that_gives_up_before_the_answer_records_nothing(stub, spool):
-    answers = {0: dict(delivery('C-3'), delay=2), 2: delivery('M-4')}
+    answers = {0: dict(delivery('C-3'), delay=2), 1: delivery('M-4')}
     s = stub(lambda req, i: answers.get(i, {'body': {}}))
     gave_up = run_hook(s.url, spool, event(1), RELAYBAY_TIMEOUT='0.3')
     assert gave_up.stdout == b''
-    # The next call replays the event it spooled, then posts its own; the one after reports.
+    # The next call posts its own event, then replays the one spooled; the one after reports.
     assert run_hook(s.url, spool, event(2)).stdout
     run_hook(s.url, spool, event(3))
     assert [reported(req) for req in s.requests] == [[], [], [], ['M-4']]

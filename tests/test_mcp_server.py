@@ -23,6 +23,7 @@ from mcp_server.http import mcp_server
 from mcp_server.stdio import RelaybayAPI
 from relaybay_hook.proof import PROCESS_HEADER, process_proof
 from tests.conftest import TOKEN
+from tests.test_hook_client_safety import impostor, shared_tmp  # noqa: F401  (fixtures)
 from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, free_port, live_relaybay, start_relaybay, stop_relaybay  # noqa: F401  (fixture)
 
 TOOLS = {"message_send", "message_broadcast", "messages_list", "message_ack", "session_link", "sessions_list", "files_reserve", "files_release", "files_list"}
@@ -231,6 +232,18 @@ async def test_a_wrong_token_is_a_tool_error_naming_the_setting(live_relaybay, t
     async with stdio_session(live_relaybay, tmp_path, token="not-the-token") as mcp:
         refused = error_text(await mcp.call_tool("sessions_list", {}))
     assert "relaybay refused this MCP server's token. Set RELAYBAY_TOKEN" in refused
+
+
+@pytest.mark.embedded_only  # another account's listener: the stdio server's own refusal
+async def test_a_listener_of_another_account_gets_nothing_from_the_stdio_server(live_relaybay, tmp_path, impostor):
+    url, accepted = impostor
+    async with stdio_session(live_relaybay, tmp_path, url=url) as mcp:
+        descriptions = {tool.name: tool.description for tool in (await mcp.list_tools()).tools}
+        refused = error_text(await mcp.call_tool("message_send", {"to": "x", "body": "the secret plan"}))
+    assert f"relaybay is not what answers at {url}: the listener on 127.0.0.1 port " in refused
+    assert "belongs to another account (uid 65534). Nothing was sent to it." in refused
+    assert "INJECTED" not in refused + json.dumps(descriptions)
+    assert accepted() and set(accepted()) == {""}  # the limits' call and the tool's: not a byte
 
 
 # Limits unlike the defaults, each a number of its own.
