@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib import messages as flash
-from django.contrib.admin.views.decorators import staff_member_required
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils.html import escape
 
 from messaging.reads import unread_counts
+from core import auth
 from core.errors import RelaybayError
 from core.inputs import parse_id
 from sessions_app import directory
@@ -21,8 +21,7 @@ from sessions_app.models import Event, HookLink, Task
 
 PAGE_SIZE = 50
 
-# The board is the owner's: their Django staff account (docs/rules.md §5.1).
-owner_required = staff_member_required(login_url="login")
+owner_required = auth.owner_required
 
 
 def task_param(request, key="task"):

@@ -1,6 +1,6 @@
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from . import file_views, message_views, views
 
@@ -11,6 +11,7 @@ urlpatterns = [
     path("login/", login_view, name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", views.sessions_list, name="sessions"),
+    path("", include("approvals.urls")),
     path("sessions/<int:pk>/", views.session_detail, name="session"),
     path("sessions/<int:pk>/comment/", views.write_comment, name="session-comment"),
     path("sessions/<int:pk>/edit/", views.edit_session, name="session-edit"),

@@ -111,3 +111,4 @@ def no_such_route(request, *args, **kwargs):
 api.add_router("/", "sessions_app.api.router")
 api.add_router("/", "messaging.api.router")
 api.add_router("/", "collisions.api.router")
+api.add_router("/", "approvals.api.router")

@@ -4,7 +4,7 @@ The agents' token (RELAYBAY_TOKEN) is in every session's hook and MCP config, so
 holds it: it calls what hooks, MCP servers and desktop sessions call. The owner's token
 (RELAYBAY_OWNER_TOKEN, kept only in data/owner-token) is for the owner's scripts and
 relaybay's own management commands: it calls everything, the routes the board reserves for
-the owner too. The board itself is the owner's staff login (board.pages.owner_required).
+the owner too. The board itself is the owner's staff login (`owner_required`).
 """
 
 import functools
@@ -12,6 +12,7 @@ import hmac
 from enum import StrEnum
 
 from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
 from ninja.security import HttpBearer
@@ -27,6 +28,10 @@ OWNER_ONLY = (
     "This is the owner's to do: the agents' token (RELAYBAY_TOKEN) cannot. Do it on the board, or from the "
     "owner's own script with the owner token (data/owner-token). Nothing was changed."
 )
+
+
+# The board's pages are the owner's: their Django staff account (docs/rules.md §5.1).
+owner_required = staff_member_required(login_url="login")
 
 
 class Credential(StrEnum):

@@ -37,6 +37,7 @@ class ErrorCode(StrEnum):
     RESERVATION_HELD = "reservation_held"
     RESERVATIONS_FULL = "reservations_full"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    NOT_PENDING = "not_pending"
     # Around the actions: the API's own answers.
     UNAUTHORIZED = "unauthorized"
     OWNER_ONLY = "owner_only"
@@ -74,6 +75,7 @@ HTTP_STATUS = {
     ErrorCode.RESERVATION_HELD: 409,
     ErrorCode.RESERVATIONS_FULL: 409,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.NOT_PENDING: 409,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.OWNER_ONLY: 403,
     ErrorCode.INVALID_REQUEST: 422,

@@ -87,6 +87,8 @@ RELAYBAY_WAKE_CAP = envint("RELAYBAY_WAKE_CAP", 3)
 # later, is offered again by the session's next hook (docs/rules.md §2.6). Longer than the
 # client's own timeout (RELAYBAY_TIMEOUT, 10 s), so an answer still on its way is not offered twice.
 RELAYBAY_REOFFER_SECONDS = envint("RELAYBAY_REOFFER_SECONDS", 30)
+# How long a session's request waits on the owner before it expires (docs/rules.md §8).
+RELAYBAY_APPROVAL_SECONDS = envint("RELAYBAY_APPROVAL_SECONDS", 3600)
 # Rows made for sender names no session proves (kind mcp, docs/rules.md §4.2): past this many,
 # a send under yet another new unproven name is refused.
 RELAYBAY_UNPROVEN_NAMES = envint("RELAYBAY_UNPROVEN_NAMES", 200)
@@ -126,6 +128,7 @@ INSTALLED_APPS = [
     "core",
     "sessions_app",
     "collisions",
+    "approvals",
     "messaging",
     "mcp_server",
     "board",

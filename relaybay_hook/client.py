@@ -215,6 +215,11 @@ def event_mode(engine=None):
         payload = with_native_names(payload, native)
     payload = with_tree(payload)
     timeout = max(env.float_env('RELAYBAY_TIMEOUT', 10), 0.1)
+    if b'"PermissionRequest"' in payload:
+        from relaybay_hook import approval
+        if approval.is_permission_request(payload):
+            # Held open while the request waits on the owner (approval.py).
+            return approval.hold(payload, with_field, timeout)
     spool_path = env.spool_path()
     notices = []
     spool_state = _spool_state(spool_path)

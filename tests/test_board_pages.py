@@ -98,13 +98,13 @@ class TestShell:
             assert response.status_code == 200, url
             if not url.endswith(".md") and "count" not in url:
                 text = response.content.decode()
-                for item in ["Sessions", "Tasks", "Messages", "Inbox", "Map", "Events", "Search"]:
+                for item in ["Needs you", "Sessions", "Tasks", "Messages", "Inbox", "Map", "Events", "Search"]:
                     assert f">{item}" in text, (url, item)
 
     def test_htmx_and_the_live_script_come_from_static_files(self, board, world):
         text = board.get("/").content.decode()
         scripts = re.findall(r'<script src="([^"]+)"', text)
-        assert scripts == ["/static/django_htmx/htmx-2.min.js", "/static/board/live.js"]
+        assert scripts == ["/static/django_htmx/htmx-2.min.js", "/static/board/live.js", "/static/approvals/needs_you.js"]
 
     def test_the_sidebar_counts_what_waits_in_the_inbox(self, board, world):
         SessionMessage.objects.filter(pk=world["question"].pk).update(needs_owner=True)

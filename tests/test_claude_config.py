@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.live_server import MANAGE, live_relaybay  # noqa: F401  (fixture)
 
-EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Notification", "Stop", "SessionEnd"}
+EVENTS = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Notification", "Stop", "SessionEnd"}
 HOOK_CLIENT = Path(__file__).resolve().parents[1] / "bin" / "relaybay-hook"
 URL = "http://127.0.0.1:8123"
 TOKEN = "tok'en with $pecials"
@@ -50,6 +50,12 @@ def test_it_prints_settings_json_with_every_hook_event():
     config, _ = claude_config()
     assert set(config) == {"env", "hooks", "mcpServers"}
     assert set(config["hooks"]) == EVENTS
+
+
+def test_the_permission_request_hook_waits_as_long_as_the_owner_may():
+    config, _ = claude_config()
+    [handler] = handlers(config, "PermissionRequest")
+    assert handler["command"] == "$RELAYBAY_HOOK" and handler["timeout"] >= 3600
 
 
 def test_one_file_connects_hooks_and_mcp():
@@ -145,7 +151,9 @@ def test_http_variant_keeps_session_start_and_the_wake_up_as_command_hooks():
     config, _ = claude_config("--http")
     assert set(config["hooks"]) == EVENTS
     assert handlers(config, "SessionStart")[0]["type"] == "command"
-    for event in EVENTS - {"SessionStart"}:
+    # The permission request is held open by the client, across a relaybay restart.
+    assert handlers(config, "PermissionRequest")[0]["type"] == "command"
+    for event in EVENTS - {"SessionStart", "PermissionRequest"}:
         http = handlers(config, event)[0]
         assert http["type"] == "http"
         assert http["url"] == f"{URL}/api/hooks"

@@ -125,7 +125,9 @@ def call(client, key, route, token=None):
 def test_every_owner_route_refuses_the_agents_token_with_owner_only(client):
     who_may, _ = table()
     owner_routes = [(key, route) for key, route, _ in api_operations() if who_may[key] == "owner"]
-    assert {key for key, _ in owner_routes} == {"POST /api/relay", "POST /api/sessions/<handle>/inbound"}
+    assert {key for key, _ in owner_routes} == {
+        "POST /api/relay", "POST /api/sessions/<handle>/inbound", "GET /api/approvals", "POST /api/approvals/<pk>",
+    }  # fmt: skip
     for key, route in owner_routes:
         refused = call(client, key, route, TOKEN)
         assert (refused.status_code, refused.json()["code"]) == (403, "owner_only"), key

@@ -21,7 +21,7 @@ from django.conf import settings
 
 from core.private_files import write_private
 from install.connectors import ConnectError
-from install.management.commands.claude_config import COMMAND_TIMEOUT, EVENTS, WAIT_MARGIN, group, hook_python
+from install.management.commands.claude_config import COMMAND_TIMEOUT, EVENTS, WAIT_MARGIN, group, handler_of, hook_python
 from relaybay_hook.wait import DEFAULT_WAIT
 
 MARKETPLACE_DIR = Path(settings.BASE_DIR) / "integrations" / "claude-code"
@@ -46,7 +46,7 @@ def plugin_hooks():
         "asyncRewake": True,
         "timeout": DEFAULT_WAIT + WAIT_MARGIN,
     }
-    return {"hooks": {event: group(event, [command, wake_up] if event == "Stop" else [command]) for event in EVENTS}}
+    return {"hooks": {event: group(event, [command, wake_up] if event == "Stop" else [handler_of(event, command)]) for event in EVENTS}}
 
 
 def plugin_mcp():

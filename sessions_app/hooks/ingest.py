@@ -24,7 +24,13 @@ from . import claude_native, delivery, steps
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
 # The model's last answer (Claude Code's and Codex's Stop, Gemini CLI's AfterAgent) may quote a
 # message; the hook client's own fields are not the CLI's.
-NOT_STORED = {"last_assistant_message", "prompt_response", "transcript_path", "relaybay_session", "relaybay_native", "relaybay_tree", ENGINE_FIELD}
+NOT_STORED = {
+    "last_assistant_message", "prompt_response", "transcript_path", "relaybay_session", "relaybay_native", "relaybay_tree",
+    "relaybay_waits", "relaybay_hold", "relaybay_attended", ENGINE_FIELD,
+}  # fmt: skip
+# A permission request's detail (the command, the path) is shown only while it waits
+# (docs/rules.md §8): its event keeps the tool's name.
+NOT_STORED_OF_EVENT = {"PermissionRequest": {"tool_input", "permission_suggestions"}}
 FOREIGN_PROCESS = (
     "relaybay: this hook names a Claude Code session that another running process proves; "
     "relaybay leaves that session alone and delivers nothing here."
@@ -92,7 +98,8 @@ def stored_fields(payload, engine):
     tools', cut before clipping, which would turn a field into a string holding the text) and
     with long fields clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
-    fields = [(k, v) for k, v in payload.items() if k not in NOT_STORED]
+    dropped = NOT_STORED | NOT_STORED_OF_EVENT.get(payload.get("hook_event_name"), set())
+    fields = [(k, v) for k, v in payload.items() if k not in dropped]
     data = without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])), engine)
     data = {k: _clip(v, limit) for k, v in data.items()}
     if len(fields) > STORED_FIELDS_MAX:
@@ -297,6 +304,8 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
             record_events([event])
             return {"systemMessage": FOREIGN_PROCESS} if event_name == "SessionStart" else {}
         feed = _apply_event(link, event_name, payload, now, process)
+        followed = steps.NOTHING_FOLLOWED if replay else steps.follow(link, dialect, payload, now)
+        feed += followed.feed
         # Before the feed rows are written: the check's own go with them, in the one INSERT.
         check = steps.check(link, dialect, payload, now, replay=replay, happened_at=spooled_at, ask_pending=not replay and _delivers(link, dialect))
         record_events([*feed, event, *check.feed])
@@ -304,4 +313,6 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
         if traffic:
             claude_native.report(link, traffic, now)
         # Nobody waits for a replayed event's answer: nothing is delivered through it.
-        return {} if replay else _answer(link, dialect, payload, note, confirming, check)
+        if replay:
+            return {}
+        return followed.answer if followed.answer is not None else _answer(link, dialect, payload, note, confirming, check)

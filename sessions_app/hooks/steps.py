@@ -1,5 +1,6 @@
 """What apps above sessions_app do inside one hook's pass (docs/rules.md §2.1), registered at
-start-up: the edit check of collisions/ (collisions/apps.py). ingest.py calls each registered
+start-up: the edit check of collisions/ (collisions/apps.py), and what approvals/ follows of
+what a session waits on the owner for (approvals/apps.py, docs/rules.md §8). ingest.py calls each registered
 step at its place in the one transaction, so those apps take part in the pass without
 sessions_app importing them."""
 
@@ -26,6 +27,18 @@ class Check:
 NOTHING = Check()
 
 
+@dataclass
+class Followed:
+    """What a step learned from one hook event: the feed rows of what changed, for the hook to
+    write, and the hook's whole answer when the step answers it (None: the hook's own)."""
+
+    feed: list = field(default_factory=list)
+    answer: dict | None = None
+
+
+NOTHING_FOLLOWED = Followed()
+
+
 class Step:
     """One app's part of the hook pass; each method's default does nothing."""
 
@@ -40,6 +53,10 @@ class Step:
     def check(self, link, dialect, payload, now, *, replay, happened_at, ask_pending):
         """The check of one event before it is answered (a Check), NOTHING to let it pass."""
         return NOTHING
+
+    def follow(self, link, dialect, payload, now):
+        """What the step learns from a live (not replayed) event: a Followed."""
+        return NOTHING_FOLLOWED
 
 
 STEPS = []
@@ -69,3 +86,14 @@ def check(link, dialect, payload, now, **options):
         if found is not NOTHING:
             return found
     return NOTHING
+
+
+def follow(link, dialect, payload, now):
+    """Every step's Followed of one event, merged: all feed rows, the first answer."""
+    merged = Followed()
+    for step in STEPS:
+        found = step.follow(link, dialect, payload, now)
+        merged.feed += found.feed
+        if merged.answer is None:
+            merged.answer = found.answer
+    return merged

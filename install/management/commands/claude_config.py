@@ -13,12 +13,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core.private_files import write_private
 from sessions_app.hooks.claude_native import SEND_TOOL
+from relaybay_hook.approval import DEFAULT_APPROVAL_SECONDS, MARGIN as APPROVAL_MARGIN
 from relaybay_hook.wait import DEFAULT_WAIT
 
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
 MCP_HEADERS_HELPER = Path(settings.BASE_DIR) / "bin" / "relaybay-mcp-headers"
-# Notification: a recipient's terminal asking its user to approve a native message (docs/rules.md §4.9).
-EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Notification", "Stop", "SessionEnd")
+# Notification: a recipient's terminal asking its user to approve a native message (docs/rules.md §4.9),
+# and a session waiting at its prompt. PermissionRequest: held open while the owner decides (§8).
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Notification", "Stop", "SessionEnd")
 # PreToolUse/PostToolUse match tool names. PreToolUse runs before every tool ("*"): deliveries
 # reach the model there and edits are checked. PostToolUse runs only after the tool whose
 # result relaybay reads, Claude Code's SendMessage (docs/rules.md §4.9): a hook process per
@@ -31,6 +33,14 @@ COMMAND_TIMEOUT = 30
 HTTP_TIMEOUT = 10
 # The wake-up client stops on its own after --wait seconds; Claude Code's limit sits above it.
 WAIT_MARGIN = 30
+# The PermissionRequest hook waits for the owner up to RELAYBAY_APPROVAL_SECONDS (default 3600)
+# and a margin of its own; Claude Code's limit sits above both (docs/rules.md §8).
+APPROVAL_TIMEOUT = DEFAULT_APPROVAL_SECONDS + APPROVAL_MARGIN + WAIT_MARGIN
+
+
+def handler_of(event, command):
+    """The command hook of `event`: the PermissionRequest hook waits as long as the owner may."""
+    return {**command, "timeout": APPROVAL_TIMEOUT} if event == "PermissionRequest" else command
 
 
 def hook_python():
@@ -111,8 +121,9 @@ def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, wa
     }
     hooks = {}
     for event in EVENTS:
-        # SessionStart accepts only command hooks; it also carries RELAYBAY_SESSION.
-        handler = http_hook if http and event != "SessionStart" else command
+        # SessionStart accepts only command hooks; it also carries RELAYBAY_SESSION. The
+        # PermissionRequest hook waits for the owner across a relaybay restart: the client's.
+        handler = http_hook if http and event not in ("SessionStart", "PermissionRequest") else handler_of(event, command)
         hooks[event] = group(event, [handler, wake_up] if event == "Stop" else [handler])
     return {"env": {"RELAYBAY_HOOK": launcher, "RELAYBAY_HOOK_CONFIG": str(config)}, "hooks": hooks}
 

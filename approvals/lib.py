@@ -1,0 +1,76 @@
+"""Reads of what sessions wait on the owner for (docs/rules.md §8): the Needs you list, its
+count, a request's reason in words."""
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from .models import Request
+
+RECENT = timedelta(hours=24)
+RECENT_MAX = 50
+
+
+def waiting(now=None):
+    """Every request waiting on the owner, oldest first, with its session."""
+    return list(Request.objects.waiting(now or timezone.now()).select_related("session").order_by("requested_at", "id"))
+
+
+def waiting_count(now=None):
+    return Request.objects.waiting(now or timezone.now()).count()
+
+
+def recent(now=None, limit=RECENT_MAX):
+    """Requests settled within the last day (and those pending past their expiry), newest first."""
+    now = now or timezone.now()
+    settled = Request.objects.exclude(state=Request.State.PENDING).filter(decided_at__gte=now - RECENT)
+    lapsed = Request.objects.filter(state=Request.State.PENDING, expires_at__lte=now, expires_at__gte=now - RECENT)
+    rows = list(settled.select_related("session").order_by("-decided_at")[:limit]) + list(lapsed.select_related("session")[:limit])
+    rows.sort(key=lambda r: r.decided_at or r.expires_at, reverse=True)
+    return rows[:limit]
+
+
+def waiting_by_session(session_ids, now=None):
+    """{session id: its oldest request waiting on the owner} for the given rows."""
+    found = {}
+    for request in Request.objects.waiting(now or timezone.now()).filter(session_id__in=session_ids).order_by("requested_at", "id"):
+        found.setdefault(request.session_id, request)
+    return found
+
+
+def reason(request):
+    """What the session waits for, in words: "permission to run Bash: `npm test`"."""
+    if request.kind == Request.Kind.PERMISSION:
+        what = f"permission to run {request.tool}" if request.tool else "permission"
+        return f"{what}: {request.summary}" if request.summary else what
+    if request.kind == Request.Kind.QUESTION:
+        return f"a question: {request.summary}" if request.summary else "a question"
+    return request.summary or "your input"
+
+
+def where_to_answer(request):
+    """Why a request without buttons has none."""
+    if request.answerable:
+        return ""
+    return "answer in the terminal"
+
+
+def as_api(request, now):
+    """A request as `GET /api/approvals` lists it (SPEC §4.14)."""
+    session = request.session
+    return {
+        "id": request.pk,
+        "handle": request.handle,
+        "session": {"name": session.name, "handle": session.handle},
+        "engine": request.engine,
+        "kind": request.kind,
+        "tool": request.tool,
+        "summary": request.summary if request.state_at(now) == Request.State.PENDING else "",
+        "answerable": request.answerable,
+        "state": request.state_at(now).value,
+        "scope": request.scope,
+        "decided_by": request.decided_by,
+        "requested_at": request.requested_at,
+        "expires_at": request.expires_at,
+        "decided_at": request.decided_at,
+    }
