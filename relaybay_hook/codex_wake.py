@@ -1,7 +1,9 @@
 """Waking an idle Codex CLI session (docs/rules.md §1.6): the waiter of its Stop hook, detached
-from the hook, hands mail to `codex queue --thread ID --message TEXT --resume`, which queues
-TEXT for the session and starts a turn with it in the Codex that runs the session (seen, Codex
-CLI 0.171.0). Not on the event hooks' hot path: imported by wait mode only.
+from the hook, hears from relaybay that mail waits and runs `codex queue --thread ID --message
+NUDGE --resume`, which starts a turn in the Codex that runs the session with the fixed NUDGE as
+its prompt (seen, Codex CLI 0.171.0); that turn's UserPromptSubmit hook delivers the mail. So
+no message text is ever on a command line, where any account of the machine can read it
+(/proc/PID/cmdline). Not on the event hooks' hot path: imported by wait mode only.
 """
 import os
 import subprocess
@@ -9,6 +11,8 @@ import subprocess
 from relaybay_hook.output import err
 
 QUEUE_TIMEOUT = 60
+# The prompt of a wake-up turn; relaybay knows it is not the person's (sessions_app/hooks/ingest.py).
+NUDGE = 'relaybay: new items arrived for you while you were idle; they follow.'
 # How far up from the hook client the Codex process is: Codex runs hook commands through a
 # shell, which may run the client as its child.
 ANCESTORS = 4
@@ -50,7 +54,7 @@ def codex_process():
 
 
 class Waker:
-    """Wakes the session with a text while the Codex process that ran its Stop hook runs."""
+    """Wakes the session with NUDGE while the Codex process that ran its Stop hook runs."""
 
     def __init__(self, codex, session_id, process):
         self.codex, self.session_id, self.process = codex, session_id, process
@@ -59,12 +63,12 @@ class Waker:
         """Whether that Codex process still runs (the same pid, started at the same time)."""
         return _start_time(self.process[0]) == self.process[1]
 
-    def __call__(self, text):
-        """Hand `text` to Codex; whether it took it."""
+    def __call__(self):
+        """Start a turn with NUDGE; whether Codex took it."""
         if not self.alive():
             return False  # that Codex has exited: nobody watches the session any more
         try:
-            done = subprocess.run([self.codex, 'queue', '--thread', self.session_id, '--message', text, '--resume'],
+            done = subprocess.run([self.codex, 'queue', '--thread', self.session_id, '--message', NUDGE, '--resume'],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   timeout=QUEUE_TIMEOUT)
         except (OSError, subprocess.TimeoutExpired) as exc:

@@ -7,9 +7,11 @@ a headless worker that should sit and wait for mail.
 
 Codex CLI (`wait --engine codex --codex PATH`, docs/rules.md §1.6): Codex waits for every hook
 to end before the session is idle, so the waiter leaves the hook at once and waits in a
-process of its own; mail wakes the session with `codex queue --thread ID --message TEXT
---resume`, which starts a turn in the running Codex with TEXT as its prompt. It does so only
-while the Codex process that ran the Stop hook runs: a closed session is not woken.
+process of its own. It asks relaybay only whether mail waits (`nudge=1`: relaybay answers
+`pending` and keeps the mail), then wakes the session with `codex queue --thread ID --message
+NUDGE --resume`, a fixed prompt: the turn's UserPromptSubmit hook delivers the mail, and no
+message text is on a command line. It does so only while the Codex process that ran the Stop
+hook runs: a closed session is not woken.
 """
 import json
 import sys
@@ -73,7 +75,8 @@ def wait_mode(engine=None, args=()):
             return 0  # the bound is reached, or the Codex that runs the session has exited
         poll = min(WAIT_POLL_MAX, int(remaining) + (remaining % 1 > 0))  # ceil, >= 1
         last = '&last=1' if poll >= remaining else ''
-        path = '%s?session_id=%s&timeout=%d%s' % (WAIT_PATH, _quote(session_id), poll, last)
+        nudge = '&nudge=1' if wake is not None else ''
+        path = '%s?session_id=%s&timeout=%d%s%s' % (WAIT_PATH, _quote(session_id), poll, last, nudge)
         started = time.monotonic()
         entries = printed.load(printed_file)
         answer_headers = {}
@@ -100,6 +103,9 @@ def wait_mode(engine=None, args=()):
         except ValueError:
             return 0
         state = answer.get('status') if isinstance(answer, dict) else None
+        if state == 'pending' and wake is not None:
+            wake()
+            return 0
         if state == 'delivered':
             text = answer.get('text')
             if not isinstance(text, str) or not text.strip():
@@ -113,10 +119,6 @@ def wait_mode(engine=None, args=()):
                     # at the session's next hook, and takes the repeated ones with its report.
                     err('a wake-up repeats %s, printed already: not printed' % ' '.join(repeated))
                     return
-                if wake is not None:
-                    if wake(text):
-                        shown.append(True)
-                    return
                 sys.stderr.buffer.write(text.encode('utf-8', 'replace'))
                 sys.stderr.flush()
                 shown.append(True)
@@ -127,7 +129,7 @@ def wait_mode(engine=None, args=()):
                 return 0
             if not shown:
                 return 0
-            exit_now(0 if wake is not None else 2)  # at once, as event mode (client.py)
+            exit_now(2)  # at once, as event mode (client.py)
         if state != 'timeout':
             return 0  # replaced by a newer waiter, or anything unexpected
         pause = MIN_POLL_INTERVAL - (time.monotonic() - started)

@@ -139,10 +139,13 @@ def _name_items(response, handles):
     summary="Wake-up long poll for an idle session",
     description="Used by the asyncRewake Stop hook. Answers `delivered` with the text to wake the model with, "
     "`timeout` when nothing arrived in `timeout` seconds, or `replaced` when a newer waiter took over "
-    "or the session ended. `last=true` on the hook's final poll (its bound reached): when it times out, "
+    "or the session ended; with `nudge=true` (Codex CLI's waiter, which wakes its session with a fixed prompt) "
+    "`pending` when mail waits, left for the woken turn's hooks to deliver. `last=true` on the hook's final poll (its bound reached): when it times out, "
     "the session is no longer reported as being woken. The confirmation headers are those of `POST /hooks`.",
 )
-async def wait_for_delivery(request, response: HttpResponse, session_id: inputs.Name, timeout: float = 50, last: bool = False):
+async def wait_for_delivery(
+    request, response: HttpResponse, session_id: inputs.Name, timeout: float = 50, last: bool = False, nudge: bool = False
+):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
     waiter = uuid.uuid4().hex
     process = directory.process_proof(request.headers.get(directory.PROCESS_HEADER))
@@ -157,9 +160,11 @@ async def wait_for_delivery(request, response: HttpResponse, session_id: inputs.
         return {"status": delivery.WAKE_REPLACED}
 
     async def check():
-        outcome = await db_threads.run(lambda: delivery.claim_for_waiter(session_id, waiter, confirming=confirming))
+        outcome = await db_threads.run(lambda: delivery.claim_for_waiter(session_id, waiter, confirming=confirming, nudge=nudge))
         if outcome == delivery.WAKE_REPLACED:
             return {"status": "replaced"}
+        if outcome == delivery.WAKE_PENDING:
+            return {"status": "pending"}
         if outcome:
             _name_items(response, outcome.handles())
             return {"status": "delivered", "text": outcome.text()}

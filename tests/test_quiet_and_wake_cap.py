@@ -6,6 +6,7 @@ the next prompt and the board says why."""
 import pytest
 
 from messaging.models import SessionMessage
+from relaybay_hook.codex_wake import NUDGE
 from sessions_app.hooks import delivery
 from sessions_app.models import HookLink, Session
 
@@ -155,3 +156,20 @@ def test_quiet_deletes_nothing_and_leaves_search_and_export_alone(rb, pair, clie
 def test_an_unknown_choice_is_refused(rb, pair, client, busy_page):
     client.post(f"/sessions/{pair.pk}/quiet/", {"quiet": "silence"})
     assert Session.objects.get(pk=pair.pk).quiet == "all"
+
+
+def test_a_codex_waiter_is_told_mail_waits_and_the_turn_it_starts_delivers_it(rb, pair):
+    # Codex's waiter wakes its session with a fixed prompt (relaybay_hook/codex_wake.py): it is
+    # told only that mail waits; the mail stays pending for the woken turn's UserPromptSubmit,
+    # whose prompt is not the owner's (the cap holds).
+    sent = send(rb, "wake by nudge")
+    assert delivery.register_waiter("hook-b", "nudged")
+    assert delivery.claim_for_waiter("hook-b", "nudged", nudge=True) == delivery.WAKE_PENDING
+    assert SessionMessage.objects.get(pk=sent["id"]).delivered_at is None
+    link = HookLink.objects.get(hook_session="hook-b")
+    assert (link.state, link.waiter, link.agent_wakes) == (HookLink.State.BUSY, "", 1)
+    assert quoted("wake by nudge") in context_of(rb.prompt("hook-b", prompt=NUDGE))
+    assert wakes(pair) == 1
+    rb.stop("hook-b")
+    assert delivery.register_waiter("hook-b", "again")
+    assert delivery.claim_for_waiter("hook-b", "again", nudge=True) is None  # nothing waits

@@ -351,10 +351,15 @@ def confirm_printed(hook_session, report, process):
 
 
 WAKE_REPLACED = "replaced"
+# A waiter that wakes its session with a fixed prompt (Codex CLI's, relaybay_hook/codex_wake.py)
+# is told only that mail waits: the woken turn's UserPromptSubmit delivers it.
+WAKE_PENDING = "pending"
 
 
-def claim_for_waiter(hook_session, waiter, *, confirming=False):
-    """What a wake-up waiter may deliver now: a Delivery, None (keep waiting) or WAKE_REPLACED."""
+def claim_for_waiter(hook_session, waiter, *, confirming=False, nudge=False):
+    """What a wake-up waiter may deliver now: a Delivery, None (keep waiting) or WAKE_REPLACED;
+    with `nudge`, WAKE_PENDING instead of a Delivery, the mail left pending for the turn the
+    waiter starts."""
     with transaction.atomic():
         link = HookLink.objects.select_for_update().select_related("session").filter(hook_session=hook_session).first()
         if link is None or link.waiter != waiter or not link.live:
@@ -364,10 +369,17 @@ def claim_for_waiter(hook_session, waiter, *, confirming=False):
         # Past the wake-up cap only what the owner wrote wakes it; the rest waits for a prompt.
         capped = directory.wake_cap_reached(link)
         looking = [kind for kind in kinds() if kind.from_owner] if capped else None
-        delivery = claim_pending(link, "wake-up", looking, confirming=confirming)
-        if not delivery:
-            return None
-        woken_by_sessions = not any(delivery.of(kind) for kind in kinds() if kind.from_owner)
+        if nudge:
+            waiting = [kind for kind in (looking or kinds()) if kind.waiting(link.session_id).exists()]
+            if not waiting:
+                return None
+            delivery = WAKE_PENDING
+            woken_by_sessions = not any(kind.from_owner for kind in waiting)
+        else:
+            delivery = claim_pending(link, "wake-up", looking, confirming=confirming)
+            if not delivery:
+                return None
+            woken_by_sessions = not any(delivery.of(kind) for kind in kinds() if kind.from_owner)
         # The wake starts a new turn: it has its own Stop blocks, and this waiter is spent.
         HookLink.objects.filter(pk=link.pk).update(
             state=HookLink.State.BUSY, stop_blocks=0, waiter="", agent_wakes=F("agent_wakes") + int(woken_by_sessions)

@@ -11,6 +11,7 @@ from django.utils import timezone
 from core.errors import InvalidInput
 from core.pings import ping, wake_waiters
 from core.inputs import check_identifier, clean_json, clean_text
+from relaybay_hook.codex_wake import NUDGE
 
 from engines import ENGINE_FIELD, caller_filled_in, dialect_of
 from engines.edit_tools import without_file_content
@@ -173,14 +174,15 @@ def _follow_rename(link, native_name, feed, *, renamed):
 
 
 # An interactive session woken by an asyncRewake hook starts its turn with a UserPromptSubmit
-# whose prompt is Claude Code's notice of the hook, not anything the owner typed (seen, 2.1.328).
+# whose prompt is Claude Code's notice of the hook, not anything the owner typed (seen, 2.1.328);
+# a Codex session woken by its waiter, with the waiter's fixed prompt.
 REWAKE_PROMPT = "<task-notification>"
 
 
 def is_owner_prompt(payload):
     """Whether a UserPromptSubmit carries what a person typed, rather than a wake-up."""
     prompt = payload.get("prompt")
-    return not (isinstance(prompt, str) and prompt.lstrip().startswith(REWAKE_PROMPT))
+    return not (isinstance(prompt, str) and (prompt.lstrip().startswith(REWAKE_PROMPT) or prompt.strip() == NUDGE))
 
 
 def _stale(moment, now):
