@@ -1,6 +1,8 @@
-"""Answers with Redis paused, beside answers without: a send, a hook answer, a wake-up poll.
+"""Answers with Redis paused, beside answers without: a send, a hook answer, a wake-up poll;
+how soon a send made during a pause wakes an idle session; what idle waiters cost.
 
-    .venv/bin/python bench/redis_pause.py [--rounds 8] [--pause 15] [--old REV] [--json FILE]
+    .venv/bin/python bench/redis_pause.py [--rounds 8] [--pause 15] [--stall 10] [--stall-rounds 3]
+                                          [--waiters 900] [--old REV] [--json FILE]
 
 Two daphne processes on one fresh PostgreSQL database and a redis-server of the script's own
 (tests/fault_loop.py's PausableRedis: pausing it troubles nobody else's Redis). Session beta
@@ -14,12 +16,24 @@ is in a turn; alpha sends it mail. Each round goes through the second process:
          answer (the mail waits already: it should come back at once).
 
 Rounds alternate: one with Redis answering, one where each timed operation starts right after
-`CLIENT PAUSE <pause> ALL` (the round goes on once that pause is over). With --old REV the same rounds run on that commit's code (its
-files from `git archive`, its own database), side by side. Prints medians and p90; asserts
-nothing. docs/rules.md §2.7 says what the figures mean.
+`CLIENT PAUSE <pause> ALL` (the round goes on once that pause is over).
+
+Then the stall wake-up, `--stall-rounds` times: beta idle, its wake-up poll (40 s) waiting on
+the first process; Redis paused `--stall` seconds; alpha's send through the second process
+during the pause; timed from the pause's end to the poll's answer (at 40 s the poll's own last
+check would find the message).
+
+Then idle waiters: `--waiters` idle sessions, each with its wake-up poll (50 s, polled again
+as it ends) waiting, split over both processes, Redis answering and nothing else happening;
+the two processes' CPU over 30 s.
+
+With --old REV everything runs on that commit's code as well (its files from `git archive`, its
+own database), side by side. Prints medians and p90; asserts nothing. docs/rules.md §2.7 says
+what the figures mean.
 """
 
 import argparse
+import asyncio
 import io
 import json
 import shutil
@@ -27,6 +41,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.harness import REPO_ROOT, summary, write_json  # noqa: E402
+from bench.harness import REPO_ROOT, cpu_seconds, summary, write_json  # noqa: E402
 from tests import devserver  # noqa: E402
 from tests.fault_loop import CLIENT_PYTHON, PausableRedis, Relaybays, post_json  # noqa: E402
 
@@ -99,10 +114,10 @@ class Round:
         return figures, body in printed, answer
 
 
-def get_json(url, token, path):
+def get_json(url, token, path, timeout=60):
     request = urllib.request.Request(f"{url}/api{path}", headers={"Authorization": f"Bearer {token}"})
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, None
@@ -110,7 +125,101 @@ def get_json(url, token, path):
         return None, None
 
 
-def run_code(label, root, rounds, pause, workdir):
+STALL_POLL = 40
+
+
+def stall_wake(one, stall):
+    """Seconds from the end of a `stall`-second pause to the idle recipient's wake-up, for a
+    send made through the second process during the pause; None when the poll said nothing."""
+    one.hook("Stop", stop_hook_active=False)
+    answered = {}
+
+    def poll():
+        status, answer = get_json(one.first, one.relaybays.token, f"/hooks/wait?session_id=hook-beta&timeout={STALL_POLL}", timeout=STALL_POLL + 30)
+        answered.update(status=status, answer=answer, at=time.monotonic())
+
+    waiter = threading.Thread(target=poll)
+    waiter.start()
+    waiter_id = "select waiter from sessions_app_hooklink where hook_session = 'hook-beta'"
+    while not one.relaybays.query(waiter_id)[0][0]:
+        time.sleep(0.05)
+    time.sleep(0.5)  # registered, then joined its group
+    ends = one.redis.pause(stall)
+    status, body = one.send(one.second)
+    assert status == 200, status
+    waiter.join(STALL_POLL + 60)
+    one.hook("UserPromptSubmit", prompt="next round")
+    answer = answered.get("answer") or {}
+    if answer.get("status") != "delivered" or body not in answer.get("text", ""):
+        return None
+    return answered["at"] - ends
+
+
+async def idle_waiters(url, token, hook_sessions, stop):
+    """Each session's wake-up poll, polled again as it ends, until `stop` is set."""
+
+    async def one_waiter(hook_session):
+        request = (f"GET /api/hooks/wait?session_id={hook_session}&timeout=50 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   f"Authorization: Bearer {token}\r\n\r\n").encode()
+        host, _, port = url.split("://", 1)[1].partition(":")
+        while not stop.is_set():
+            try:
+                reader, writer = await asyncio.open_connection(host, int(port))
+                while not stop.is_set():
+                    writer.write(request)
+                    await writer.drain()
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+                    await reader.readexactly(length)
+            except (OSError, asyncio.IncompleteReadError, StopIteration, ValueError):
+                await asyncio.sleep(1)
+
+    async def until_stopped():
+        tasks = [asyncio.create_task(one_waiter(h)) for h in hook_sessions]
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    await until_stopped()
+
+
+def waiters_load(relaybays, count, seconds=30):
+    """CPU seconds of each server process over `seconds` with `count` idle waiters waiting."""
+    names = [f"idle-{i}" for i in range(count)]
+    token = relaybays.token
+    for i, name in enumerate(names):
+        url = relaybays.urls[i % 2]
+        for event, fields in (("SessionStart", {"source": "startup", "relaybay_session": name}), ("UserPromptSubmit", {"prompt": "work"}), ("Stop", {"stop_hook_active": False})):
+            payload = {"hook_event_name": event, "session_id": f"hook-{name}", "cwd": f"/work/{name}", **fields}
+            assert post_json(url, token, "/hooks", payload)[0] == 200
+    stop = threading.Event()
+    loops = []
+    for k, url in enumerate(relaybays.urls):
+        hooks = [f"hook-{name}" for i, name in enumerate(names) if i % 2 == k]
+        loops.append(threading.Thread(target=lambda url=url, hooks=hooks: asyncio.run(idle_waiters(url, token, hooks, stop))))
+    for loop in loops:
+        loop.start()
+    try:
+        waiting = "select count(*) from sessions_app_hooklink where waiter <> '' and hook_session like 'hook-idle-%'"
+        deadline = time.monotonic() + 120
+        while relaybays.query(waiting)[0][0] < count and time.monotonic() < deadline:
+            time.sleep(0.5)
+        registered = relaybays.query(waiting)[0][0]
+        time.sleep(3)
+        pids = [server.pids for server in relaybays.servers]
+        before = [cpu_seconds(p) for p in pids]
+        time.sleep(seconds)
+        used = [cpu_seconds(p) - b for p, b in zip(pids, before, strict=True)]
+    finally:
+        stop.set()
+        for loop in loops:
+            loop.join(30)
+    return {"registered": registered, "cpu_seconds": used, "seconds": seconds}
+
+
+def run_code(label, root, rounds, pause, workdir, stall=10, stall_rounds=3, waiters=900):
     print(f"  {label} …", flush=True)
     redis = PausableRedis(workdir / "redis").start()
     env = {
@@ -119,11 +228,14 @@ def run_code(label, root, rounds, pause, workdir):
         "RELAYBAY_REDIS_PREFIX": "relaybay-pause",
         # alpha sends two messages a round: more than the default ten a minute.
         "RELAYBAY_SENDS_PER_MINUTE": "1000000",
+        # beta is woken by messages many times with no prompt of the owner's between.
+        "RELAYBAY_WAKE_CAP": "1000000",
     }
     relaybays = Relaybays(workdir / "relaybay", 2, env, root=root)
     samples = {paused: {op: [] for op in OPERATIONS} for paused in (False, True)}
     carried = {False: 0, True: 0}
     woken = {False: 0, True: 0}
+    stalls, load = [], None
     try:
         relaybays.start()
         first = relaybays.urls[0]
@@ -143,16 +255,23 @@ def run_code(label, root, rounds, pause, workdir):
             carried[paused] += got_mail
             woken[paused] += bool(waited and waited.get("status") == "delivered")
             time.sleep(0.5)
+        for _ in range(stall_rounds):
+            stalls.append(stall_wake(one, stall))
+        if waiters:
+            load = waiters_load(relaybays, waiters)
     finally:
         relaybays.stop()
         redis.stop()
-    return {"samples": samples, "carried": carried, "woken": woken, "rounds": rounds}
+    return {"samples": samples, "carried": carried, "woken": woken, "rounds": rounds, "stalls": stalls, "stall": stall, "load": load}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8, help="rounds with Redis paused, and as many without")
     parser.add_argument("--pause", type=float, default=15, help="seconds of each CLIENT PAUSE")
+    parser.add_argument("--stall", type=float, default=10, help="seconds of the pause a send is made in, for the stall wake-up")
+    parser.add_argument("--stall-rounds", type=int, default=3, help="stall wake-ups to time")
+    parser.add_argument("--waiters", type=int, default=900, help="idle waiters whose load is measured (0: none)")
     parser.add_argument("--old", metavar="REV", help="also run the code of this git revision")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
@@ -165,7 +284,7 @@ def main():
         for i, (label, root) in enumerate(cases):
             folder = workdir / f"run-{i}"
             folder.mkdir()
-            results[label] = run_code(label, root, args.rounds, args.pause, folder)
+            results[label] = run_code(label, root, args.rounds, args.pause, folder, args.stall, args.stall_rounds, args.waiters)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\nRedis paused {args.pause:g} s as each operation of every other round starts; two daphne on PostgreSQL; "
@@ -179,6 +298,18 @@ def main():
         r = result["rounds"]
         print(f"{'':28} hook output carried its message: {result['carried'][False]}/{r} answering, {result['carried'][True]}/{r} paused; "
               f"wake-up poll delivered: {result['woken'][False]}/{r} answering, {result['woken'][True]}/{r} paused")
+    print(f"\nA send made during a {args.stall:g} s pause: its idle recipient woken, seconds after the pause ended "
+          f"(its {STALL_POLL} s poll would find it at its end)\n")
+    for label, result in results.items():
+        shown = ", ".join("not woken" if s is None else f"{s:.1f}" for s in result["stalls"])
+        print(f"{label:28} {shown}")
+    if args.waiters:
+        print(f"\n{args.waiters} idle waiters, nothing happening: CPU of each process over 30 s\n")
+        for label, result in results.items():
+            load = result["load"]
+            cpu = " + ".join(f"{c:.2f}" for c in load["cpu_seconds"])
+            print(f"{label:28} {cpu} s = {sum(load['cpu_seconds']) / load['seconds'] * 100:.1f} % of a core "
+                  f"({load['registered']} waiting)")
     write_json(args.json, {label: {**result, "samples": {str(k): v for k, v in result["samples"].items()}} for label, result in results.items()})
 
 

@@ -3,6 +3,7 @@ process through Django's test client (the hook's queries, the board's pages) run
 What they measure is `make bench`'s; this only keeps them from breaking unseen when what they
 import or the hosts relaybay answers to change."""
 
+import json
 import subprocess
 import sys
 
@@ -38,3 +39,14 @@ def test_an_in_process_benchmark_runs_a_small_round(script, args, tmp_path):
     done = run(script, *args, "--json", str(figures))
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert figures.stat().st_size > 0
+
+
+def test_the_soak_runs_a_tiny_fleet_with_its_faults_and_reports_its_windows(tmp_path):
+    figures = tmp_path / "soak.json"
+    done = run("bench/soak.py", "--minutes", "0.3", "--sessions", "3", "--window", "6", "--fault-every", "5", "--idle", "4",
+               "--drain", "40", "--json", str(figures), timeout=280)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert "after the drain, by window" in done.stdout
+    report = json.loads(figures.read_text())
+    assert report["windows"] and report["faults"], report
+    assert sum(window["stored"] for window in report["windows"]) > 0
