@@ -25,7 +25,7 @@ class NotPending(RelaybayError):
     code = ErrorCode.NOT_PENDING
 
     def __init__(self, request, state):
-        said = State(state).label
+        said = State(state).label.lower()
         super().__init__(f"{request.handle} is no longer waiting: it was {said}. Nothing was changed.")
         self.state = str(state)
 

@@ -48,6 +48,14 @@ def reason(request):
     return request.summary or "your input"
 
 
+def short_reason(request):
+    """The same in a few words, for a line of the Sessions page: "Bash `npm test`"."""
+    if request.kind == Request.Kind.PERMISSION:
+        shown = request.summary if len(request.summary) <= 120 else request.summary[:119] + "…"
+        return f"{request.tool or 'permission'} `{shown}`" if shown else (request.tool or "permission")
+    return reason(request)
+
+
 def where_to_answer(request):
     """Why a request without buttons has none."""
     if request.answerable:

@@ -41,6 +41,7 @@ class Node:
     session_id: int | None
     css: str
     engine: str = ""
+    doing: str = ""
     x: float = 0
     y: float = 0
     label_x: float = 0
@@ -54,6 +55,10 @@ class Node:
     @property
     def title(self):
         return pages.visible_text(self.name)
+
+    @property
+    def doing_title(self):
+        return f": {pages.visible_text(self.doing)}" if self.doing else ""
 
 
 @dataclass
@@ -181,7 +186,8 @@ def draw(task=None, shared_files=False):
             nodes[key] = Node(key, names.get(key, key), None, "gone")
         else:
             exactness, state = directory.link_state(row)
-            nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state} {row.engine}".strip(), row.get_engine_display())
+            needs_you = " needs-you" if row.needs_you else ""
+            nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state} {row.engine}{needs_you}".strip(), row.get_engine_display(), doing=row.doing)
     scale = _scale(len(nodes))
     size = _layout(list(nodes.values()), scale)
     drawn = [Edge(nodes[s], nodes[t], n, channel) for s, t, n, _, _, channel in edges if s in nodes and t in nodes and s != t]

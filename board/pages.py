@@ -12,11 +12,15 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils.html import escape
 
+from approvals import lib as requests
+from approvals.answers import summary_of
 from messaging.reads import unread_counts
 from core import auth
 from core.errors import RelaybayError
 from core.inputs import parse_id
 from sessions_app import directory
+
+from . import doing
 from sessions_app.models import Event, HookLink, Task
 
 PAGE_SIZE = 50
@@ -97,6 +101,7 @@ def decorate_sessions(sessions):
     """Give each row what a list row shows: its name, link state, unread count."""
     sessions = list(sessions)
     unread = unread_counts([s.pk for s in sessions])
+    waiting = requests.waiting_by_session([s.pk for s in sessions])
     for session in sessions:
         session.board_name = session.name
         session.exactness, session.state = directory.link_state(session)
@@ -106,6 +111,11 @@ def decorate_sessions(sessions):
         # Codex and Gemini CLI have no hook that waits while a session is idle (docs/rules.md §1.6).
         session.not_woken = directory.UNWAKEABLE_WAIT if when == directory.Arrival.UNWAKEABLE else ""
         session.unread = unread.get(session.pk, 0)
+        # What it is doing, in words (board/doing.py): what it waits on the owner for, else the
+        # tool it runs (read for busy rows only).
+        session.needs_you = waiting.get(session.pk)
+        now = activity(session) if session.state == HookLink.State.BUSY and session.needs_you is None else Activity(session.state)
+        session.doing = doing.words(session, now, session.needs_you)
     return sessions
 
 
@@ -243,8 +253,10 @@ class Activity:
     since: datetime | None = None
     tool: str = ""
     tool_input: str = ""
+    tool_summary: str = ""  # what the tool does: its command, file or address
     prompt: str = ""
     prompt_at: datetime | None = None
+    prompt_shown: str = ""  # a wake-up in words (board/doing.py)
 
 
 def activity(session):
@@ -256,11 +268,13 @@ def activity(session):
     now = Activity(link.state, since=link.last_event_at)
     if prompt is not None:
         now.prompt, now.prompt_at = str(prompt.data.get("prompt") or ""), prompt.created_at
+        now.prompt_shown = doing.prompt_words(session, now.prompt, now.prompt_at)
     if link.state == HookLink.State.BUSY:
         last = hook_events.only("name", "data", "created_at").first()
         if last is not None and last.name == "hook.PreToolUse":
             now.tool = str(last.data.get("tool_name") or "")
             now.tool_input = digest(last.data.get("tool_input") or "")
+            now.tool_summary = summary_of(last.data.get("tool_input"))
             now.since = last.created_at
         elif prompt is not None:
             now.since = prompt.created_at

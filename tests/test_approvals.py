@@ -158,3 +158,61 @@ def test_summaries_name_the_command_the_file_or_the_input():
     assert answers.summary_of({"file_path": "/a/b.py", "content": "x"}) == "/a/b.py"
     assert answers.summary_of({"cmd": ["touch", "f"]}) == "touch f"
     assert answers.summary_of({"other": 1}) == '{"other": 1}'
+
+
+# --- The board -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def owner_client(client, django_user_model):
+    user = django_user_model.objects.create_user("owner", password="pw", is_staff=True)
+    client.force_login(user)
+    return client
+
+
+def test_the_needs_you_page_answers_and_says_when_it_is_too_late(hook, owner_client, started):
+    pk = ask(hook)["relaybay_request"]
+    page = owner_client.get("/needs-you/").content.decode()
+    assert f'id="request-{pk}"' in page and "npm test" in page and "Allow for this session" in page
+    assert "<title>(1) Needs you" in page
+    owner_client.post(f"/needs-you/{pk}/decide/", {"decision": "allow-session"})
+    request = Request.objects.get()
+    assert (request.state, request.scope, request.decided_by) == ("allowed", "session", "owner (owner)")
+    late = owner_client.post(f"/needs-you/{pk}/decide/", {"decision": "deny"}, follow=True).content.decode()
+    assert "Too late" in late and "it was allowed" in late, late[late.find("<main>"):][:600]
+
+
+def test_all_of_a_sessions_requests_are_answered_at_once(hook, owner_client, started):
+    first = ask(hook)["relaybay_request"]
+    second = ask(hook, tool_input={"command": "make"})["relaybay_request"]
+    session = Request.objects.get(pk=first).session
+    assert "Allow all 2 once" in owner_client.get("/needs-you/").content.decode()
+    owner_client.post(f"/needs-you/session/{session.pk}/decide/", {"decision": "deny"})
+    assert set(Request.objects.values_list("state", flat=True)) == {"denied"}
+    assert Event.objects.filter(name="approval.denied").count() == 2 and {first, second}
+
+
+def test_the_sessions_page_says_what_each_session_is_doing_in_words(hook, owner_client, started):
+    sessions = owner_client.get("/").content.decode()
+    assert "running Bash `npm test`" in sessions
+    ask(hook)
+    sessions = owner_client.get("/").content.decode()
+    assert "needs you" in sessions and "waiting for you: Bash `npm test`" in sessions
+    state = owner_client.get("/needs-you/state.json").json()
+    assert state["count"] == 1 and state["pending"][0]["session"] == "web" and "npm test" in state["pending"][0]["reason"]
+
+
+def test_a_session_woken_by_relaybay_says_for_what_instead_of_the_wake_up_notice(hook, owner_client, api, started):
+    hook("Stop", "h-1", stop_hook_active=False)
+    hook("SessionStart", "h-2", source="startup", relaybay_session="api")
+    api.post("/message_send", {"session": "api", "hook_session": "h-2", "to": "web", "body": "wake up"})
+    woken = Client().get("/api/hooks/wait", {"session_id": "h-1", "timeout": 1}, HTTP_AUTHORIZATION=f"Bearer {TOKEN}").json()
+    assert woken["status"] == "delivered"
+    notice = f"<task-notification>\n<summary>Stop hook feedback</summary>\nStop hook blocking error from command \"Stop\": {woken['text']}"
+    hook("UserPromptSubmit", "h-1", prompt=notice)
+    session = Request.objects.model._meta.get_field("session").related_model.objects.get(title="web")
+    page = owner_client.get(f"/sessions/{session.pk}/").content.decode()
+    now = page.split('class="panel now"', 1)[1].split('id="session-link"', 1)[0]
+    assert "woken by relaybay for M-" in now and " from api" in now
+    assert "task-notification" not in now and "[not stored" not in now
+    assert "woken by relaybay for M-" in owner_client.get("/").content.decode()
