@@ -1,18 +1,19 @@
 """What the owner is told of a request, and what the model is told with relaybay's denials
-(docs/rules.md §8). How each CLI is answered is engines/permissions.py's."""
+(docs/rules.md §8). How each CLI is answered is its engine's (Engine.permission, engines/)."""
 
 import json
 
-from engines import permissions
+import engines
 
 DENIED_BY_OWNER = "The owner denied this tool call on relaybay."
 NOBODY_ANSWERED = "relaybay: nobody answered this permission request within {seconds} s, so it is denied. Ask the owner, or go on without it."
-ANSWERS_PERMISSIONS = permissions.ANSWERS_PERMISSIONS
 
 
 def permission_answer(engine, *, allow, scope="once", tool="", message=""):
-    """The hook answer of the owner's decision in the CLI's shape, a denial always with words."""
-    return permissions.answer_permission(engine, allow=allow, scope=scope, tool=tool, message=message or (DENIED_BY_OWNER if not allow else ""))
+    """The hook answer of the owner's decision in the shape of the CLI `engine` names, a denial
+    always with words."""
+    message = message or (DENIED_BY_OWNER if not allow else "")
+    return engines.of(engine).permission("PermissionRequest", allow=allow, scope=scope, tool=tool, message=message)
 
 
 SUMMARY_MAX = 500

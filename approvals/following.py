@@ -6,11 +6,11 @@ only, never the screen. sessions_app's hook pass calls `RequestStep.follow` (ses
   names the request for the client to wait on.
 - A question to the person (Claude Code's AskUserQuestion, an MCP server's Elicitation), and a
   session waiting at its prompt (Notification `idle_prompt`), wait for the terminal.
-- Gemini CLI's Notification of a tool waiting for the person's permission: the terminal only.
+- The Notification by which a CLI with no hook to answer says a tool waits for the person's
+  permission (its engine's `permission_notice`): the terminal only.
 - Any other hook of the session means the person went on: what waited is answered elsewhere.
 """
 
-from engines.permissions import TERMINAL_PERMISSION_NOTICE
 from sessions_app.hooks.steps import Followed, Step
 
 from . import actions, answers
@@ -42,10 +42,10 @@ def follow_hook(link, dialect, payload, now):
         followed.feed += actions.settle_answered_elsewhere(link=link, now=now)
     if event == "PermissionRequest" and payload.get("relaybay_hold") is not False:
         question = tool in QUESTION_TOOLS
-        waits = payload.get("relaybay_waits") is True and dialect.engine in answers.ANSWERS_PERMISSIONS and not question
+        waits = payload.get("relaybay_waits") is True and dialect.engine.answers_permissions and not question
         summary = answers.question_of(payload.get("tool_input")) if question else answers.summary_of(payload.get("tool_input"))
         request, feed = actions.open_request(
-            link=link, engine=dialect.engine, kind=Kind.QUESTION if question else Kind.PERMISSION, tool=tool,
+            link=link, engine=dialect.engine.name, kind=Kind.QUESTION if question else Kind.PERMISSION, tool=tool,
             summary=summary, answerable=waits, attended=payload.get("relaybay_attended") is not False, now=now,
         )  # fmt: skip
         followed.feed += feed
@@ -63,15 +63,15 @@ def follow_hook(link, dialect, payload, now):
 
 
 def _opened(feed, link, dialect, kind, tool, summary, now):
-    request, more = actions.open_request(link=link, engine=dialect.engine, kind=kind, tool=tool, summary=summary, answerable=False, now=now)
+    request, more = actions.open_request(link=link, engine=dialect.engine.name, kind=kind, tool=tool, summary=summary, answerable=False, now=now)
     return request, feed + more
 
 
 def _notified(link, dialect, payload, now):
     kind_of = payload.get("notification_type")
     said = payload.get("message") if isinstance(payload.get("message"), str) else ""
-    if dialect.engine in TERMINAL_PERMISSION_NOTICE:
-        if kind_of != TERMINAL_PERMISSION_NOTICE[dialect.engine]:
+    if dialect.engine.permission_notice:
+        if kind_of != dialect.engine.permission_notice:
             return []
         details = payload.get("details") if isinstance(payload.get("details"), dict) else {}
         tool = details.get("title") or details.get("type") or ""

@@ -4,6 +4,7 @@ answer, a question or a prompt the person answers in the terminal."""
 from django.db import models
 from django.db.models import Q
 
+import engines
 from sessions_app.models import Session
 
 
@@ -37,7 +38,7 @@ class Request(models.Model):
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="requests")
     hook_session = models.CharField(max_length=200)
-    engine = models.CharField(max_length=12, choices=Session.Engine, default=Session.Engine.CLAUDE_CODE)
+    engine = models.CharField(max_length=12, choices=Session.Engine, default=engines.DEFAULT.name)
     kind = models.CharField(max_length=12, choices=Kind)
     # Whether relaybay can answer it (a hook waits for the answer); else the terminal only.
     answerable = models.BooleanField(default=False)
@@ -67,6 +68,11 @@ class Request(models.Model):
 
     def __str__(self):
         return f"{self.handle} {self.tool or self.kind}"
+
+    @property
+    def cli(self):
+        """The engine of the CLI that asks (engines/): what its answer can say."""
+        return engines.of(self.engine)
 
     @property
     def handle(self):

@@ -3,6 +3,8 @@ from typing import Literal
 
 from ninja import Field, Schema
 
+import engines
+
 from sessions_app.schemas import ERRORS, Error  # noqa: F401 - the API's shared answers
 
 
@@ -15,7 +17,7 @@ class RequestOut(Schema):
     id: int
     handle: str = Field(description="`R-<id>`.")
     session: SessionRef
-    engine: str = Field(description="claude-code, codex or gemini.")
+    engine: str = Field(description=f"The CLI it runs in: {', '.join(engines.names())}.")
     kind: str = Field(description="permission, question (asked of the person) or input (waiting at its prompt).")
     tool: str
     summary: str = Field(description="What the tool would do (the command, the path); only while it waits.")

@@ -13,6 +13,7 @@ from django.db.models import Count, Max
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
+import engines
 from messaging import reads
 from core.inputs import parse_id
 from collisions import files
@@ -42,6 +43,7 @@ class Node:
     css: str
     engine: str = ""
     doing: str = ""
+    default_cli: bool = False  # its label names no CLI
     x: float = 0
     y: float = 0
     label_x: float = 0
@@ -187,7 +189,7 @@ def draw(task=None, shared_files=False):
         else:
             exactness, state = directory.link_state(row)
             needs_you = " needs-you" if row.needs_you else ""
-            nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state} {row.engine}{needs_you}".strip(), row.get_engine_display(), doing=row.doing)
+            nodes[key] = Node(key, row.board_name, row.pk, f"{exactness} {state} {row.engine}{needs_you}".strip(), row.get_engine_display(), doing=row.doing, default_cli=row.engine == engines.DEFAULT.name)
     scale = _scale(len(nodes))
     size = _layout(list(nodes.values()), scale)
     drawn = [Edge(nodes[s], nodes[t], n, channel) for s, t, n, _, _, channel in edges if s in nodes and t in nodes and s != t]

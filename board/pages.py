@@ -108,7 +108,7 @@ def decorate_sessions(sessions):
         session.why_not = directory.why_not_deliverable(session)
         when = directory.arrival(session)
         session.messages_wait = directory.WAKE_CAP_WAIT if when == directory.Arrival.CAPPED else ""
-        # Codex and Gemini CLI have no hook that waits while a session is idle (docs/rules.md §1.6).
+        # Some CLIs have no hook that waits while a session is idle (docs/rules.md §1.6).
         session.not_woken = directory.UNWAKEABLE_WAIT if when == directory.Arrival.UNWAKEABLE else ""
         session.unread = unread.get(session.pk, 0)
         # What it is doing, in words (board/doing.py): what it waits on the owner for, else the

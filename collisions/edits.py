@@ -1,9 +1,9 @@
 """The edit check of a PreToolUse (docs/rules.md §7.1, §7.3), and the file notices a hook carries.
 
-A PreToolUse of an edit tool (engines.edit_tools.EDIT_TOOLS) names the file it will write. Before
+A PreToolUse of an edit tool (its engine's edit_tools, engines/) names the file it will write. Before
 the tool runs, relaybay ties the path to its working tree (collisions/paths.py) and asks the
 two rules of collisions/files.py: an exclusive reservation of another live session over the
-file denies the edit (engines.denied: the CLI does not run the tool, so the file is untouched);
+file denies the edit (its engine's `denied`: the CLI does not run the tool, so the file is untouched);
 otherwise the edit is noted, and the session's model is warned of the live sessions that edited
 the same file lately and of shared reservations over it, while each of those sessions hears at
 its next hook that this one is editing a file it changed (a FileNotice, delivered as comments
@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from core.pings import ping
 
-from engines import edit_tools
 from sessions_app import directory
 from sessions_app.feed import feed_row
 from sessions_app.hooks import delivery
@@ -66,7 +65,7 @@ def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None, a
     if dialect.event != "PreToolUse":
         return NOTHING
     tool = payload.get("tool_name")
-    given = edit_tools.edited_paths(tool, payload.get("tool_input"), dialect.engine)
+    given = dialect.engine.edited_paths(tool, payload.get("tool_input"))
     if not given:
         return NOTHING
     reported = paths.reported_tree(payload.get("relaybay_tree"))

@@ -7,8 +7,8 @@ CHANNELS = (
     "message_send also waits for idle and ended sessions, and the owner sees it on the board."
 )
 
-# The same for a session of a CLI without Claude Code's SendMessage (Codex, Gemini CLI).
+# The same for a session of a CLI without Claude Code's SendMessage.
 ONE_CHANNEL = (
-    "To write to another session, use relaybay's message_send: it reaches Claude Code, Codex and Gemini CLI "
-    "sessions alike, waits for idle and ended ones, and the owner sees it on the board."
+    "To write to another session, use relaybay's message_send: it reaches the sessions of every CLI relaybay "
+    "hears alike, waits for idle and ended ones, and the owner sees it on the board."
 )

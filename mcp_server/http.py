@@ -40,9 +40,10 @@ from core.errors import ErrorCode, RelaybayError, error_body, tool_error_text
 from core.limits import Limits
 from mcp_server.tools import PROVEN, build_server
 from core.inputs import is_identifier_text
+import engines
 from sessions_app import directory
 from sessions_app.actions import do_note_unheard_session
-from sessions_app.models import HookLink, Session
+from sessions_app.models import HookLink
 
 # Each operation: the JSON route (a plain sync view) and the schema the route reads its input with.
 OPERATIONS = {
@@ -56,8 +57,6 @@ OPERATIONS = {
     "files_release": (files_api.files_release, ReleaseIn),
     "files_list": (files_api.files_list, FilesListQuery),
 }
-# Where Codex CLI names the calling session in a tool call's _meta (seen, 0.171.0).
-CODEX_META = "x-codex-turn-metadata"
 HOOK_SESSION_MAX = HookLink._meta.get_field("hook_session").max_length
 NO_PROOF = (
     "Pass hook_session: your Claude Code session id (the SessionStart note names it). relaybay knows no live "
@@ -66,24 +65,25 @@ NO_PROOF = (
 )
 
 
-def codex_session(meta):
-    """The session id Codex CLI puts in every tool call's `_meta` (its `x-codex-turn-metadata`),
-    or ''. The CLI writes it, not the model (docs/mcp.md)."""
-    turn = (meta or {}).get(CODEX_META)
-    hook_session = turn.get("session_id") if isinstance(turn, dict) else None
+def cli_session(meta):
+    """The engine and session id a CLI puts in a tool call's `_meta` (its engine's mcp_session:
+    Codex's `x-codex-turn-metadata`), or (None, ''). The CLI writes it, not the model
+    (docs/mcp.md)."""
+    engine, hook_session = engines.mcp_caller(meta)
     if not isinstance(hook_session, str) or not 0 < len(hook_session) <= HOOK_SESSION_MAX:
-        return ""
-    return hook_session if hook_session.strip() and is_identifier_text(hook_session) else ""
+        return None, ""
+    return (engine, hook_session) if hook_session.strip() and is_identifier_text(hook_session) else (None, "")
 
 
-def _operate(operation, fields, proof, credential=None, cli_session=""):
-    """One tool call's database step: fill in the hook session the CLI named (`cli_session`) or
-    the proven one, then the route's body."""
+def _operate(operation, fields, proof, credential=None, named=(None, "")):
+    """One tool call's database step: fill in the hook session the CLI named (`named`: its
+    engine and the id) or the proven one, then the route's body."""
     route, schema = OPERATIONS[operation]
+    engine, cli_session = named
     if cli_session:
-        do_note_unheard_session(engine=Session.Engine.CODEX, hook_session=cli_session)
+        do_note_unheard_session(engine=engine.name, hook_session=cli_session)
     if operation in PROVEN:
-        # Codex names the calling session with every call: its id wins over one the model wrote.
+        # A CLI that names the calling session with every call: its id wins over one the model wrote.
         fields["hook_session"] = cli_session or routes.proven_hook_session(fields.get("hook_session"), proof)
         if PROVEN[operation] and not (fields["hook_session"] or "").strip():
             raise ToolError(tool_error_text(ErrorCode.SENDER_REFUSED, NO_PROOF))
@@ -110,9 +110,9 @@ class DirectBackend:
         headers = ctx.headers or {}
         proof = directory.process_proof(headers.get(directory.PROCESS_HEADER.lower()))
         credential = credential_of(_token(headers.get("authorization", "")))
-        cli_session = codex_session(ctx.request_context.meta)
+        named = cli_session(ctx.request_context.meta)
         try:
-            return await db_threads.run(_operate, operation, fields, proof, credential, cli_session)
+            return await db_threads.run(_operate, operation, fields, proof, credential, named)
         except RelaybayError as error:
             raise ToolError(tool_error_text(error.code, error.message)) from None
         except (OperationalError, InterfaceError) as error:

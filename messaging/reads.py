@@ -40,7 +40,7 @@ BOARD_WAITING = {
     Arrival.CAPPED: directory.WAKE_CAP_WAIT,
     Arrival.WAKING: "it is idle and its wake-up hook is waiting; it is being woken.",
     Arrival.IDLE: "it is idle and no wake-up hook of it is waiting; it sees this at its next prompt.",
-    Arrival.UNWAKEABLE: "it is idle and relaybay has no wake-up for it (Gemini CLI, or Codex without its waiter); it sees this at its next prompt.",
+    Arrival.UNWAKEABLE: directory.UNWAKEABLE_WAIT,
     Arrival.BUSY: "it is busy; it reaches it at its next tool call or prompt.",
 }
 

@@ -2,6 +2,7 @@ from typing import Literal
 
 from ninja import Field, Schema
 
+import engines
 from core.inputs import Name, Path
 
 REQUEST_ID_HELP = (
@@ -118,5 +119,5 @@ class MessagesListQuery(Schema):
 class SessionsListQuery(Schema):
     task: Name | None = None
     folder: Path | None = None
-    engine: Literal["claude-code", "codex", "gemini"] | None = Field(None, description="Only sessions of this CLI.")
+    engine: Literal[engines.names()] | None = Field(None, description="Only sessions of this CLI.")
     live_only: bool = False

@@ -56,10 +56,10 @@ def with_field(payload, name, value):
 
 
 def with_tree(payload):
-    """Add relaybay_tree to a PreToolUse payload (Gemini CLI's BeforeTool): the working tree the
-    hook runs in, its root and repository (relaybay_hook/tree.py), which relaybay ties the file
-    an edit names to."""
-    if b'"PreToolUse"' not in payload and b'"BeforeTool"' not in payload:
+    """Add relaybay_tree to a PreToolUse payload (under any CLI's name for it, TOOL_EVENTS): the
+    working tree the hook runs in, its root and repository (relaybay_hook/tree.py), which
+    relaybay ties the file an edit names to."""
+    if not any(name in payload for name in TOOL_EVENTS):
         return payload
     from relaybay_hook import tree
     try:
@@ -183,13 +183,17 @@ def _answer(body, notices):
     return 0
 
 
-# The CLIs whose hooks the client posts (docs/rules.md §1.6); Claude Code's hooks name none.
-ENGINES = ('claude-code', 'codex', 'gemini')
+# The CLIs whose hooks the client posts (docs/rules.md §1.6), by the flag (`--engine FLAG`) the
+# hook commands of `manage.py connect NAME` pass, with NAME; Claude Code's hooks name none. The
+# client imports nothing of relaybay's server: this is the engines' declarations (engines/)
+# written out, and tests/test_engines.py checks that the two agree.
+ENGINES = {'claude-code': 'claude', 'codex': 'codex', 'gemini': 'gemini'}
+# Each CLI's name for the event before a tool runs, as it stands in a payload.
+TOOL_EVENTS = (b'"PreToolUse"', b'"BeforeTool"')
 
 
 def engine_of(args):
-    """The CLI named by `--engine NAME` (the hook commands `manage.py connect` writes for Codex
-    and Gemini CLI), or None."""
+    """The CLI named by `--engine FLAG` (the hook commands `manage.py connect` writes), or None."""
     for i, arg in enumerate(args):
         if arg == '--engine' and i + 1 < len(args):
             return args[i + 1]
@@ -283,8 +287,8 @@ def event_mode(engine=None):
 
 
 def _reconnect_hint(engine):
-    if engine in ('codex', 'gemini'):
-        return 'Run `manage.py connect %s` again' % engine
+    if engine in ENGINES:
+        return 'Run `manage.py connect %s` again' % ENGINES[engine]
     return env.reconnect_hint()
 
 

@@ -13,6 +13,7 @@ NUDGE --resume`, a fixed prompt: the turn's UserPromptSubmit hook delivers the m
 message text is on a command line. It does so only while the Codex process that ran the Stop
 hook runs: a closed session is not woken.
 """
+import importlib
 import json
 import sys
 import time
@@ -26,6 +27,10 @@ WAIT_POLL_MAX = 50     # seconds per long poll
 MIN_POLL_INTERVAL = 1.0  # never re-poll faster than this (guards a server that answers at once)
 DEFAULT_WAIT = 8 * 3600  # an idle session stays wakeable this long (RELAYBAY_WAIT, claude_config --wait)
 RECONNECT_MAX = 5.0    # while relaybay is down or restarting, try again at least this often
+# The CLIs whose idle sessions a waiter process of the client wakes through the CLI's own
+# command (an engine whose wake is "waiter", engines/): the flag → the option naming that
+# command, and the client's module that wakes with it.
+WAKERS = {'codex': ('--codex', 'codex_wake')}
 
 
 def _quote(value):
@@ -55,14 +60,15 @@ def wait_mode(engine=None, args=()):
     if not session_id or not isinstance(session_id, str):
         return 0
     wake = None
-    if engine == 'codex':
-        codex = option(args, '--codex')
-        if not codex:
+    if engine in WAKERS:
+        option_name, module_name = WAKERS[engine]
+        command = option(args, option_name)
+        if not command:
             return 0
-        from relaybay_hook import codex_wake
-        wake = codex_wake.waker(codex, session_id)
-        if wake is None or not codex_wake.detached():
-            return 0  # the hook's own process: Codex goes idle while the waiter waits
+        waking = importlib.import_module('relaybay_hook.' + module_name)
+        wake = waking.waker(command, session_id)
+        if wake is None or not waking.detached():
+            return 0  # the hook's own process: the CLI goes idle while the waiter waits
     elif not should_wait():
         return 0
     deadline = time.monotonic() + env.float_env('RELAYBAY_WAIT', DEFAULT_WAIT)
@@ -72,7 +78,7 @@ def wait_mode(engine=None, args=()):
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or (wake is not None and not wake.alive()):
-            return 0  # the bound is reached, or the Codex that runs the session has exited
+            return 0  # the bound is reached, or the CLI process that runs the session has exited
         poll = min(WAIT_POLL_MAX, int(remaining) + (remaining % 1 > 0))  # ceil, >= 1
         last = '&last=1' if poll >= remaining else ''
         nudge = '&nudge=1' if wake is not None else ''

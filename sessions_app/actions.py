@@ -12,6 +12,7 @@ from core.compiled import compiled
 from core.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
 from core.pings import ping, send_to_group
 from core.inputs import clean_text, is_identifier_text, parse_id
+import engines
 
 from . import directory, identity
 from .feed import record_event, wake_session
@@ -237,7 +238,7 @@ def _own_link(hook_session, row, payload, process, now):
     )
 
 
-def link_started_session(*, hook_session, link, payload, process, now, engine=Session.Engine.CLAUDE_CODE):
+def link_started_session(*, hook_session, link, payload, process, now, engine=engines.DEFAULT.name):
     """Who a session is (docs/rules.md §1.5), for a hook id seen for the first time (`link`
     None) or a SessionStart carrying RELAYBAY_SESSION; `engine` is the CLI it runs in (§1.6).
     Returns (link, note): the link, exact unless relaybay only matched a desktop row by folder,
@@ -260,9 +261,9 @@ def link_started_session(*, hook_session, link, payload, process, now, engine=Se
             HookLink.objects.filter(pk=same_process.pk).update(state=HookLink.State.ENDED, waiter="", waiter_polled_at=None)
             link = _own_link(hook_session, same_process.session, payload, process, now)
             return link_hook_session(same_process.session, hook_session).link, note
-        # Desktop sessions are Claude Code's: a session of another CLI is never guessed into one.
-        claude = engine == Session.Engine.CLAUDE_CODE
-        desktop = list(Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2]) if cwd and claude else []
+        # Desktop sessions are one CLI's (its engine's desktop_rows): another's is never guessed into one.
+        guessed = engines.of(engine).desktop_rows
+        desktop = list(Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2]) if cwd and guessed else []
         if len(desktop) == 1:
             link = _own_link(hook_session, desktop[0], payload, process, now)
             record_event("link.guessed", session=desktop[0], hook_session=hook_session, data={"session": desktop[0].handle, "folder": cwd})

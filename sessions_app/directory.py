@@ -11,6 +11,7 @@ from django.db import connection
 from django.db.models import OuterRef, Prefetch, Q, Subquery
 from django.utils import timezone
 
+import engines
 from core import guidance
 from core.compiled import Compiled, compiled
 from core.errors import InvalidInput
@@ -310,7 +311,7 @@ class Arrival(StrEnum):
     GUESSED = "guessed"  # its link is only guessed
     ENDED = "ended"  # its exact link ended; it may come back
     CAPPED = "capped"  # idle, and messages woke it as often as the wake-up cap allows: at its next prompt
-    UNWAKEABLE = "unwakeable"  # idle, no wake-up for it (Gemini CLI, Codex without its waiter): at its next prompt
+    UNWAKEABLE = "unwakeable"  # idle, no wake-up for it (engines.unwakeable()): at its next prompt
     WAKING = "waking"  # idle, and its wake-up hook waits: woken now
     IDLE = "idle"  # at its next prompt or wake-up
     BUSY = "busy"  # at its next tool call or prompt
@@ -328,7 +329,7 @@ def arrival(session):
         return Arrival.ENDED
     if link.state == HookLink.State.IDLE:
         waiting = identity.waiter_connected(link, timezone.now())
-        if session.engine not in WAKEABLE and not waiting:
+        if not engines.wakes_by_hook(session.engine) and not waiting:
             return Arrival.UNWAKEABLE
         if wake_cap_reached(link):
             return Arrival.CAPPED
@@ -349,11 +350,10 @@ WAKE_CAP_WAIT = (
 )
 
 
-# The CLIs with a wake-up hook relaybay waits on for an idle session (docs/rules.md §1.6). A
-# Codex session is woken while the waiter its Stop hook started (`codex queue`) is connected;
-# a Gemini CLI session never.
-WAKEABLE = frozenset({Session.Engine.CLAUDE_CODE})
-UNWAKEABLE_WAIT = "it is idle and relaybay has no wake-up for it (Gemini CLI, or Codex without its waiter): it sees this at its next prompt."
+# When what is sent to an idle session no hook or waiter wakes arrives (docs/rules.md §1.6),
+# naming the CLIs whose sessions that can be, from their declarations: the board, the MCP
+# answers and the session's own SessionStart note say it in these words.
+UNWAKEABLE_WAIT = f"it is idle and relaybay has no wake-up for it ({engines.unwakeable()}): it sees this at its next prompt."
 
 
 NOT_DELIVERABLE = {
@@ -399,7 +399,8 @@ def how_to_link(hook_session=None):
 
 def identity_text(link):
     session = link.session
-    cli = Session.Engine(session.engine).label
+    engine = engines.of(session.engine)
+    cli = engine.label
     lines = [
         f"relaybay: this {cli} session is tracked as {session.handle} "
         f'("{session.name}", kind {session.kind}) with hook session id {link.hook_session}.',
@@ -415,14 +416,9 @@ def identity_text(link):
             + how_to_link(link.hook_session)
             + "."
         )
-    lines.append(guidance.CHANNELS if session.engine == Session.Engine.CLAUDE_CODE else guidance.ONE_CHANNEL)
-    if session.engine == Session.Engine.CODEX:
-        lines.append(
-            "What is sent to you arrives at your next prompt or tool call; while you are idle, relaybay starts a turn "
-            "with it (codex queue) if the owner connected Codex with its waiter."
-        )
-    elif session.engine not in WAKEABLE:
-        lines.append(f"{cli} has no hook that waits while you are idle: what is sent to you arrives at your next prompt or tool call.")
+    lines.append(guidance.CHANNELS if engine.native_messages else guidance.ONE_CHANNEL)
+    if engine.idle_note:
+        lines.append(engine.idle_note)
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
 """`manage.py connect codex|gemini` and `disconnect codex|gemini` (install/connectors/codex.py,
-gemini.py; docs/rules.md §1.6): relaybay's hooks and MCP server go into the person's Codex and
+and json_settings.py as Gemini CLI's engine declares it; docs/rules.md §1.6): relaybay's hooks and MCP server go into the person's Codex and
 Gemini CLI configuration beside everything else, with the file as it was kept beside it; a second
 connect changes nothing; a dry run writes nothing and shows no token; disconnect takes out exactly
 what connect added; a file relaybay cannot read back, or a server of the same name it did not
@@ -12,7 +12,12 @@ import tomllib
 
 import pytest
 
-from install.connectors import ConnectError, Target, codex, gemini
+from engines.gemini import ENGINE as GEMINI
+from install import connectors
+from install.connectors import ConnectError, Target, codex
+
+# What `manage.py connect gemini` runs.
+gemini = connectors.engine("gemini")
 
 TOKEN = "agents-token-5e5e"
 URL = "http://127.0.0.1:8123"
@@ -182,7 +187,7 @@ def test_connect_gemini_adds_its_hooks_and_server_beside_the_persons_and_keeps_a
     server = written["mcpServers"]["relaybay"]
     assert (server["httpUrl"], server["headers"], server["trust"]) == (f"{URL}/mcp", {"Authorization": f"Bearer {TOKEN}"}, True)
     assert written["hooks"]["BeforeTool"][0] == PERSONS_SETTINGS["hooks"]["BeforeTool"][0]
-    assert set(written["hooks"]) == set(gemini.EVENTS)
+    assert set(written["hooks"]) == set(GEMINI.settings.events)
     ours = written["hooks"]["AfterTool"][-1]
     assert ours["matcher"] == "*" and ours["hooks"][0]["name"] == "relaybay" and ours["hooks"][0]["timeout"] == 30000
     assert ours["hooks"][0]["command"].endswith("bin/relaybay-hook --engine gemini")

@@ -152,7 +152,7 @@ def test_gemini_before_tool_fills_in_the_session_for_relaybay_tools_and_only_tho
 
 
 def test_a_gemini_edit_of_a_file_another_session_holds_is_denied_in_gemini_s_dialect(hook, api, tmp_path):
-    """Gemini CLI's write_file and replace are edit tools (engines/edit_tools.py): an exclusive
+    """Gemini CLI's write_file and replace are edit tools (its engine's edit_tools, engines/gemini.py): an exclusive
     reservation of another live session stops them with Gemini's own deny, and the edit check
     runs as for Claude Code's Edit."""
     (tmp_path / ".git").mkdir()
@@ -191,7 +191,7 @@ PATCH = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-codex-old-line-61\n+
 
 
 def test_a_codex_apply_patch_is_checked_for_every_file_its_patch_names(hook, api, tmp_path):
-    """Codex CLI's apply_patch names its files inside the patch (engines/edit_tools.PATCH_TOOLS):
+    """Codex CLI's apply_patch names its files inside the patch (its engine's patch_tools, engines/codex.py):
     a file another session edited is warned of, one another holds exclusively is denied in
     Claude Code's dialect, which Codex speaks, and the patch itself is not stored."""
     (tmp_path / ".git").mkdir()
@@ -301,6 +301,8 @@ def test_an_idle_codex_session_with_its_waiter_connected_is_being_woken(hook, ap
     ],
 )
 def test_the_session_a_codex_call_names_is_read_only_when_it_could_be_one(meta, read):
-    from mcp_server.http import codex_session
+    from mcp_server.http import cli_session
 
-    assert codex_session(meta) == read
+    engine, hook_session = cli_session(meta)
+    assert hook_session == read
+    assert (engine.name if engine else None) == ("codex" if read else None)

@@ -59,7 +59,7 @@ def plugin_mcp():
     that for the http server. Offered whole (`alwaysLoad`), the tools' schemas add about
     4,000 tokens to every request of every session; deferred, about 500. The headersHelper
     would send the claude process's proof, but Claude Code gives a plugin's helper no messaging
-    token: the PreToolUse hook names the caller instead (engines.caller_filled_in)."""
+    token: the PreToolUse hook names the caller instead (its engine's caller_filled_in)."""
     return {
         "mcpServers": {
             "relaybay": {

@@ -1,4 +1,4 @@
-"""What `connect codex` and `connect gemini` share: the hook command they write, and changing one
+"""What the connectors of CLIs that run relaybay's hook client share: the hook command they write, and changing one
 of the person's configuration files the careful way.
 
 A changed file keeps everything relaybay did not add, is written readable by its owner only
@@ -24,7 +24,7 @@ TOKEN_SHOWN = "<the agents' token>"
 def hook_command(target, engine):
     """The command each hook of `engine`'s CLI runs: the checkout's stdlib client, by the
     machine's python3 -S, told which CLI calls it and where its configuration (address and
-    token, data/hook-config/, 0600) is. Codex and Gemini CLI run hook commands through a shell,
+    token, data/hook-config/, 0600) is. Those CLIs run hook commands through a shell,
     so the configuration's name is an environment assignment ahead of it."""
     values = {"RELAYBAY_URL": target.url, "RELAYBAY_TOKEN": target.token}
     config = hook_config_path(values)[0] if target.dry_run else hook_config_file(values)

@@ -20,7 +20,7 @@ from core.mcp_tools import CARRIES_MESSAGE_TEXT
 
 SEND_TOOL = "SendMessage"
 # relaybay's own MCP tools whose calls carry message text, as Claude Code and Codex name them
-# (mcp__<server>__<tool>, whatever the server is called in the config) and Gemini CLI does
+# (mcp__<server>__<tool>, whatever the server is called in the config) and other CLIs do
 # (mcp_<server>_<tool>).
 RELAYBAY_MESSAGE_TOOLS = tuple(f"_{tool}" for tool, carries in CARRIES_MESSAGE_TEXT.items() if carries)
 NOT_STORED = "[not stored: message text]"

@@ -278,15 +278,16 @@ def claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGE
     return delivery
 
 
-def context_answer(event_name, delivery, before=""):
-    """additionalContext carrying `delivery`, after `before` (the edit check's warning) if any."""
+def context_answer(dialect, delivery, before=""):
+    """The CLI's context answer (its engine's `context`) carrying `delivery`, after `before`
+    (the edit check's warning) if any."""
     text = "\n\n".join(part for part in (before, delivery.text() if delivery else "") if part)
-    return HookAnswer({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}, delivery)
+    return HookAnswer(dialect.engine.context(dialect.name, text), delivery)
 
 
-def stop_answer(link, looking=None, *, confirming=False, decision="block"):
-    """A Stop block when something is pending and this turn has blocks left; `decision` is the
-    one the CLI goes on with (Gemini CLI's AfterAgent says "deny"). Inside a transaction."""
+def stop_answer(link, dialect, looking=None, *, confirming=False):
+    """A Stop block when something is pending and this turn has blocks left, as the CLI goes on
+    with it (its engine's `continued`). Inside a transaction."""
     took = HookLink.objects.filter(pk=link.pk, stop_blocks__lt=STOP_BLOCKS_PER_TURN).update(
         stop_blocks=F("stop_blocks") + 1, state=HookLink.State.BUSY
     )
@@ -296,7 +297,7 @@ def stop_answer(link, looking=None, *, confirming=False, decision="block"):
     if not delivery:
         HookLink.objects.filter(pk=link.pk).update(stop_blocks=F("stop_blocks") - 1, state=HookLink.State.IDLE)
         return {}
-    return HookAnswer({"decision": decision, "reason": delivery.text()}, delivery)
+    return HookAnswer(dialect.engine.continued(dialect.name, delivery.text()), delivery)
 
 
 # Delivery.header's words: an answer's text starts with them.
@@ -305,7 +306,7 @@ HEADER = re.compile(r"\s*relaybay: [0-9]+ new items? for you, from ")
 
 def handed_back(prompt):
     """Whether a prompt is a delivery's own text handed back as the model's next input: a Stop
-    reason Gemini CLI sends as a new user turn."""
+    reason a CLI sends as a new user turn."""
     return isinstance(prompt, str) and HEADER.match(prompt) is not None
 
 

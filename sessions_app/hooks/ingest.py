@@ -13,8 +13,7 @@ from core.pings import ping, wake_waiters
 from core.inputs import check_identifier, clean_json, clean_text
 from relaybay_hook.codex_wake import NUDGE
 
-from engines import ENGINE_FIELD, caller_filled_in, dialect_of
-from engines.edit_tools import without_file_content
+from engines import ENGINE_FIELD, MODEL_TEXT, dialect_of
 
 from .. import directory, identity
 from ..actions import do_update_session, link_started_session
@@ -23,10 +22,10 @@ from ..models import Event, HookLink, Session, fold_name
 from . import claude_native, delivery, steps
 
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
-# The model's last answer (Claude Code's and Codex's Stop, Gemini CLI's AfterAgent) may quote a
-# message; the hook client's own fields are not the CLI's.
+# The hook client's own fields are not the CLI's; the model's last answer (each engine's
+# model_text: a Stop's or its like's) may quote a message.
 NOT_STORED = {
-    "last_assistant_message", "prompt_response", "transcript_path", "relaybay_session", "relaybay_native", "relaybay_tree",
+    "transcript_path", "relaybay_session", "relaybay_native", "relaybay_tree",
     "relaybay_waits", "relaybay_hold", "relaybay_attended", ENGINE_FIELD,
 }  # fmt: skip
 # A permission request's detail (the command, the path) is shown only while it waits
@@ -99,9 +98,9 @@ def stored_fields(payload, engine):
     tools', cut before clipping, which would turn a field into a string holding the text) and
     with long fields clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
-    dropped = NOT_STORED | NOT_STORED_OF_EVENT.get(payload.get("hook_event_name"), set())
+    dropped = NOT_STORED | MODEL_TEXT | NOT_STORED_OF_EVENT.get(payload.get("hook_event_name"), set())
     fields = [(k, v) for k, v in payload.items() if k not in dropped]
-    data = without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])), engine)
+    data = engine.without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])))
     data = {k: _clip(v, limit) for k, v in data.items()}
     if len(fields) > STORED_FIELDS_MAX:
         data["relaybay_not_stored"] = f"{len(fields) - STORED_FIELDS_MAX} more fields"
@@ -204,7 +203,8 @@ def _apply_event(link, event_name, payload, now, process):
         updates["state"] = state
     if event_name == "UserPromptSubmit" and not delivery.handed_back(payload.get("prompt")):
         # A prompt starts a turn, unless it is relaybay's own Stop reason handed back as the
-        # next input (Gemini CLI fires BeforeAgent for it): that turn keeps its Stop blocks.
+        # next input (a CLI whose Stop goes on as a new user turn hooks it as a prompt): that
+        # turn keeps its Stop blocks.
         updates["turn"] = F("turn") + 1
         updates["stop_blocks"] = 0
         if link.agent_wakes and is_owner_prompt(payload):
@@ -240,7 +240,7 @@ def _link(hook_session, dialect, payload, process, now):
         directory.serialize_on("hook", hook_session)
         link = directory.link_of(hook_session)
     if link is None or (dialect.event == "SessionStart" and payload.get("relaybay_session")):
-        return link_started_session(hook_session=hook_session, link=link, payload=payload, process=process, now=now, engine=dialect.engine)
+        return link_started_session(hook_session=hook_session, link=link, payload=payload, process=process, now=now, engine=dialect.engine.name)
     return link, ""
 
 
@@ -252,9 +252,9 @@ def _delivers(link, dialect):
 def _answer(link, dialect, payload, note, confirming, check=steps.NOTHING):
     """The hook answer, in the CLI's dialect (engines/): what it carries (_carried), and
     before a call of relaybay's own tools the call's arguments naming its caller
-    (engines.caller_filled_in) beside it."""
+    (Engine.caller_filled_in) beside it."""
     answer = _carried(link, dialect, payload, note, confirming, check)
-    filled_in = caller_filled_in(dialect, payload)
+    filled_in = dialect.engine.caller_filled_in(dialect.name, payload)
     if not filled_in:
         return answer
     return {**answer, "hookSpecificOutput": {**answer.get("hookSpecificOutput", {}), **filled_in["hookSpecificOutput"]}}
@@ -267,23 +267,23 @@ def _carried(link, dialect, payload, note, confirming, check):
     event_name = dialect.event
     if event_name == "SessionStart":
         text = directory.identity_text(link) + (f"\n{note}" if note else "")
-        answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        answer = dialect.engine.context(dialect.name, text)
         # The person sees why the session does not go by the name it asked for.
         return {**answer, "systemMessage": note} if note else answer
     if check.deny:
         # The tool does not run; what waits goes with the session's next hook.
         return check.deny_answer(dialect)
-    warned = delivery.context_answer(dialect.name, delivery.Delivery(), before=check.warning) if check.warning else {}
+    warned = delivery.context_answer(dialect, delivery.Delivery(), before=check.warning) if check.warning else {}
     if not _delivers(link, dialect):
         return warned
     waiting = check.pending if check.pending is not None else delivery.pending(link.session_id)
     if not waiting:
         return warned
     if event_name == "Stop":
-        return delivery.stop_answer(link, waiting, confirming=confirming, decision=dialect.stop_decision)
+        return delivery.stop_answer(link, dialect, waiting, confirming=confirming)
     room = delivery.BUDGET - (len(check.warning) + 2 if check.warning else 0)
     claimed = delivery.claim_pending(link, event_name, waiting, confirming=confirming, budget=room)
-    return delivery.context_answer(dialect.name, claimed, before=check.warning) if claimed else warned
+    return delivery.context_answer(dialect, claimed, before=check.warning) if claimed else warned
 
 
 def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirming=False):

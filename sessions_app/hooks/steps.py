@@ -6,8 +6,6 @@ sessions_app importing them."""
 
 from dataclasses import dataclass, field
 
-from engines import denied
-
 
 @dataclass
 class Check:
@@ -21,7 +19,7 @@ class Check:
     pending: tuple | None = None
 
     def deny_answer(self, dialect):
-        return denied(dialect, self.deny)
+        return dialect.engine.denied(dialect.name, self.deny)
 
 
 NOTHING = Check()

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from install.connectors import ENGINES, ConnectError, Target, engine
+from install.connectors import ConnectError, Target, engine, names
 
 # Long enough for a relaybay busy migrating or under load; a person waits on it.
 REACH_TIMEOUT = 10
@@ -40,7 +40,7 @@ class ConnectCommand(BaseCommand):
     step = "connect"
 
     def add_arguments(self, parser):
-        parser.add_argument("engine", choices=sorted(ENGINES), help="The coding-agent CLI.")
+        parser.add_argument("engine", choices=names(), help="The coding-agent CLI.")
         parser.add_argument("--cli", metavar="PATH", help="The CLI's executable (default: the one on PATH).")
         parser.add_argument("--dry-run", action="store_true", help="Print the commands and changes; change nothing.")
         parser.add_argument("--url", help=f"relaybay's address as sessions reach it (default {settings.RELAYBAY_URL}).")

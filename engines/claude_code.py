@@ -1,0 +1,48 @@
+"""Claude Code (docs/rules.md §1.6): the dialect relaybay's own names come from."""
+
+from .base import MCP_SERVER, Caller, Engine, Wake, mcp_tool_call
+
+
+class ClaudeCode(Engine):
+    name = "claude-code"
+    label = "Claude Code"
+    connect_name = "claude"
+    connector = "claude"  # the plugin, from a local marketplace
+    edit_tools = {
+        "Edit": ("file_path",),
+        "Write": ("file_path",),
+        "MultiEdit": ("file_path",),
+        "NotebookEdit": ("notebook_path",),
+    }
+    wake = Wake.HOOK
+    caller = Caller.PROVEN
+    caller_note = "stdio or http; the process proof"
+    process_note = "its messaging socket's pid"
+    native_messages = True
+    desktop_rows = True
+    session_rules = True
+    permission_note = (
+        "PermissionRequest, held open by the hook client: `hookSpecificOutput.decision`, `behavior` allow "
+        "(`updatedPermissions`: for the session) or deny with a `message` (seen, 2.1.328)"
+    )
+    notes = {
+        "tool": " (PostToolUse runs only after SendMessage: one hook process a tool call)",
+        "flag": " (its own hooks pass none: a payload that names no engine and no other CLI's own event is its)",
+    }
+
+    def caller_filled_in(self, name, payload):
+        """PreToolUse of `mcp__<server>__<tool>` where the server's name ends in "relaybay"
+        (`relaybay`, or the plugin's `plugin_relaybay_relaybay`): Claude Code runs the tool with
+        the answer's `updatedInput` (seen, 2.1.328). The plugin's http MCP server gets no
+        process proof (Claude Code gives a plugin's headersHelper no
+        CLAUDE_CODE_MESSAGING_TOKEN), so this is how it learns the caller; for the other
+        entries it agrees with the proof."""
+        tool_name = payload.get("tool_name")
+        if name != "PreToolUse" or not isinstance(tool_name, str) or not tool_name.startswith("mcp__"):
+            return None
+        server, _, tool = tool_name[len("mcp__"):].rpartition("__")
+        found = mcp_tool_call(MCP_SERVER if server.endswith(MCP_SERVER) else server, tool, payload, "updatedInput")
+        return {"hookSpecificOutput": {"hookEventName": name, **found}} if found else None
+
+
+ENGINE = ClaudeCode()

@@ -1,0 +1,53 @@
+"""Codex CLI 0.171.0 (docs/rules.md §1.6): Claude Code's dialect — the same event names, payload
+fields and answers (seen) — with its own edit tool, its own way of naming the caller of an MCP
+tool, and an idle session woken through `codex queue` while the waiter its Stop hook leaves runs
+(relaybay_hook/codex_wake.py)."""
+
+from .base import Caller, Engine, Wake
+
+# Where Codex names the calling session in a tool call's _meta (seen, 0.171.0).
+MCP_META = "x-codex-turn-metadata"
+# The lines of a patch in apply_patch's format that name a file.
+PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+PATCHED_MAX = 200  # files of one patch the edit check looks at
+
+
+class Codex(Engine):
+    name = "codex"
+    label = "Codex"
+    connect_name = "codex"
+    connector = "codex"  # $CODEX_HOME/hooks.json and config.toml
+    context_reaches = "`additionalContext` (a developer message)"
+    # apply_patch's PreToolUse holds the patch in `command`, which names its files (seen).
+    edit_tools = {"apply_patch": ("command",)}
+    patch_tools = frozenset({"apply_patch"})
+    wake = Wake.WAITER
+    idle_note = (
+        "What is sent to you arrives at your next prompt or tool call; while you are idle, relaybay starts a turn "
+        "with it (codex queue) if the owner connected Codex with its waiter."
+    )
+    caller_note = "http `/mcp`; the session id Codex writes in every call's `_meta`"
+    permission_note = "PermissionRequest, as Claude Code's; no rule for the session"
+    notes = {"stop": " (the reason comes back as `<hook_prompt>`)", "wake": ": `codex queue … --resume`"}
+
+    def patched_files(self, patch):
+        """The files a patch in apply_patch's format adds, updates, deletes or moves to, each
+        once, in order, at most PATCHED_MAX."""
+        found = []
+        for line in patch.splitlines():
+            header = next((h for h in PATCH_HEADERS if line.startswith(h)), None)
+            path = line[len(header):].strip() if header else ""
+            if path and path not in found:
+                found.append(path)
+                if len(found) == PATCHED_MAX:
+                    break
+        return found
+
+    def mcp_session(self, meta):
+        """The session id Codex puts in every tool call's `_meta` (its `x-codex-turn-metadata`).
+        The CLI writes it, not the model (docs/mcp.md)."""
+        turn = (meta or {}).get(MCP_META)
+        return turn.get("session_id") if isinstance(turn, dict) else None
+
+
+ENGINE = Codex()

@@ -1,0 +1,128 @@
+"""relaybay in the configuration of a CLI that keeps hooks (in Claude Code's format) and MCP
+servers in one JSON settings file under the person's home folder, for every session the person
+starts (docs/rules.md §1.6). What differs per CLI is its engine's `settings` (engines/base.py
+JsonSettings): the file, the events, which take a matcher, the timeout's unit and the MCP entry's
+own fields.
+
+`connect` adds relaybay's hooks (the stdlib hook client with `--engine NAME`, each named
+"relaybay") beside any others, and relaybay's http MCP server at /mcp as `<servers>.relaybay`,
+marked by its description; `disconnect` takes out exactly those. Everything else in the file
+stays.
+"""
+
+import json
+
+from engines.base import Wake
+from install.connectors import ConnectError
+from install.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
+from install.management.commands.claude_config import COMMAND_TIMEOUT
+
+SERVER = "relaybay"
+NEVER_WOKEN = "{cli} has no hook that waits while a session is idle: what is sent to an idle session arrives at its next prompt."
+
+
+def mark(engine):
+    return f"relaybay's MCP server, added by `manage.py connect {engine.connect_name}` (`manage.py disconnect {engine.connect_name}` takes it out)"
+
+
+def settings_path(target, engine):
+    return target.home / engine.settings.path
+
+
+def is_ours(server, engine):
+    return isinstance(server, dict) and server.get("description") == mark(engine)
+
+
+def relaybay_settings(engine, config, target=None, command=None):
+    """settings.json's object with relaybay's hooks and MCP server taken out and, given
+    `target` and `command`, added again; everything else as it was."""
+    declared = engine.settings
+    config = dict(config)
+    hooks = dict(config.get("hooks") or {})
+    for event, groups in list(hooks.items()):
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(handlers, list) and any(is_relaybay_hook(h, engine.name) for h in handlers):
+                handlers = [h for h in handlers if not is_relaybay_hook(h, engine.name)]
+                if not handlers:
+                    continue
+                group = {**group, "hooks": handlers}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    servers = dict(config.get(declared.servers_key) or {})
+    if is_ours(servers.get(SERVER), engine):
+        del servers[SERVER]
+    if command:
+        handler = {"name": "relaybay", "type": "command", "command": command, "timeout": COMMAND_TIMEOUT * declared.timeout_unit}
+        for event in declared.events:
+            group = {"matcher": "*", "hooks": [handler]} if event in declared.matched else {"hooks": [handler]}
+            hooks[event] = [*(hooks.get(event) if isinstance(hooks.get(event), list) else []), group]
+        servers[SERVER] = {
+            "httpUrl": f"{target.url}/mcp",
+            "headers": {"Authorization": f"Bearer {target.token}"},
+            **declared.server_entry,
+            "description": mark(engine),
+        }
+    for key, value in (("hooks", hooks), (declared.servers_key, servers)):
+        if value:
+            config[key] = value
+        else:
+            config.pop(key, None)
+    return config
+
+
+def read_settings(path, engine):
+    text = read(path)
+    if text is None:
+        return None, {}
+    try:
+        config = json.loads(text)
+    except ValueError:
+        raise ConnectError(
+            f"{path} is not plain JSON (comments, or a mistake): relaybay edits only JSON it can read back. "
+            "Take the comments out or fix it, then run this again. Nothing was changed."
+        ) from None
+    if not isinstance(config, dict):
+        raise ConnectError(f"{path} does not hold a JSON object, as {engine.label}'s settings do: fix it, then run this again.")
+    for key in ("hooks", engine.settings.servers_key):
+        if not isinstance(config.get(key, {}), dict):
+            raise ConnectError(f'{path} has a "{key}" that is not an object: fix it, then run this again.')
+    return text, config
+
+
+def connect(target, engine):
+    path = settings_path(target, engine)
+    text, config = read_settings(path, engine)
+    existing = (config.get(engine.settings.servers_key) or {}).get(SERVER)
+    if existing is not None and not is_ours(existing, engine):
+        raise ConnectError(
+            f'{path} has an MCP server named "{SERVER}" that relaybay did not write: take it out (or rename it), '
+            "then run this again. Nothing was changed."
+        )
+    wanted = relaybay_settings(engine, config, target, hook_command(target, engine.name))
+    after = text if text is not None and wanted == config else json_text(path, wanted)
+    change(target, path, text, after, f"relaybay's hooks for {', '.join(engine.settings.events)} and its MCP server at {target.url}/mcp")
+    verb = "Would connect" if target.dry_run else "Connected"
+    target.say(
+        f"{verb} {engine.label} for every session: its hooks and MCP server reach relaybay at {target.url} "
+        f"({path}; the token is in it, readable by you only). Start it in any folder: the session is on "
+        "the board from its first hook." + (f" {NEVER_WOKEN.format(cli=engine.label)}" if engine.wake == Wake.NEVER else "")
+    )
+    if not target.dry_run:
+        target.say(f"Undo: .venv/bin/python manage.py disconnect {engine.connect_name}")
+
+
+def disconnect(target, engine):
+    path = settings_path(target, engine)
+    text, config = read_settings(path, engine)
+    if text is not None:
+        kept = relaybay_settings(engine, config)
+        change(target, path, text, text if kept == config else json_text(path, kept), "relaybay's hooks and MCP server taken out")
+    verb = "Would disconnect" if target.dry_run else "Disconnected"
+    target.say(f"{verb} {engine.label}: relaybay's hooks and MCP server are gone from {path}; everything else is as it was.")
