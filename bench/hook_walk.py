@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import django_in_process, hook_payload, throwaway_dir, write_json  # noqa: E402
 
-OWN = ("core", "engines", "sessions_app", "collisions", "messaging", "mcp_server", "board", "install", "relaybay")
+# relaybay's server packages: every top-level package but the client, the tests and the benchmarks.
+OWN = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"relaybay_hook", "tests", "bench"}
 
 
 def module_of(filename):
