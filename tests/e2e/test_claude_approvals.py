@@ -197,3 +197,44 @@ def page(browser, relaybay):
     log_in(page, relaybay)
     yield page
     context.close()
+
+
+def test_a_relaybay_restart_while_a_request_waits_loses_none(relaybay, model, project, terminal, page):
+    made = project / "after-the-restart.txt"
+    asks(model, terminal, made)
+    request = pending(relaybay)
+    stop_relaybay(relaybay.process)
+    time.sleep(2)  # the waiting hook finds relaybay gone and keeps trying
+    relaybay.process = restart_relaybay(relaybay.process)
+    assert pending(relaybay)["id"] == request["id"]
+    page.goto(f"{relaybay.url}/needs-you/")
+    page.locator(f"#request-{request['id']}").get_by_role("button", name="Allow once").click()
+    terminal.wait_for_screen("turn over", timeout=60)
+    assert made.exists()
+
+
+@pytest.fixture
+def hasty_terminal(hasty, model, project, home, tmp_path):
+    settings = write_settings(hasty, tmp_path / "settings.json")
+    with start_interactive(model_url=model.url, cwd=project, home=home, settings_file=settings, allowed_tools=None) as session:
+        yield session
+
+
+def test_a_request_nobody_answers_expires_and_the_terminals_dialog_stays(hasty, model, project, hasty_terminal, browser):
+    made = project / "expired.txt"
+    asks(model, hasty_terminal, made)
+    request = pending(hasty)
+    wait_until(lambda: (settled(hasty, request["id"]) or {}).get("state") == "expired", timeout=SHORT + 30)
+    time.sleep(2)
+    assert DIALOG in hasty_terminal.screen() and not made.exists()
+    hasty.process.relaybay_server.create_owner(*OWNER)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    log_in(page, hasty)
+    page.goto(f"{hasty.url}/needs-you/")
+    row = page.locator(f"#request-{request['id']}")
+    expect(row).to_contain_text("Expired")
+    expect(row.get_by_role("button")).to_have_count(0)
+    status, body = owner(hasty, "POST", f"/approvals/{request['id']}", {"decision": "allow"})
+    assert (status, body["state"]) == (409, "expired")
+    context.close()
