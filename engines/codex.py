@@ -27,7 +27,10 @@ class Codex(Engine):
         "with it (codex queue) if the owner connected Codex with its waiter."
     )
     caller_note = "http `/mcp`; the session id Codex writes in every call's `_meta`"
-    permission_note = "PermissionRequest, as Claude Code's; no rule for the session"
+    permission_note = (
+        "PermissionRequest, held open as Claude Code's, but Codex shows its own dialog only once the hook has ended; "
+        "no rule for the session (`updatedPermissions`, `updatedInput` and `interrupt` make it fail closed; seen, 0.171.0)"
+    )
     notes = {"stop": " (the reason comes back as `<hook_prompt>`)", "wake": ": `codex queue … --resume`"}
 
     def patched_files(self, patch):

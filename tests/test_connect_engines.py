@@ -244,6 +244,6 @@ def test_with_the_codex_command_found_stop_also_runs_the_waiter_and_disconnect_t
     [group] = json.loads(hooks.read_text())["hooks"]["Stop"]
     event, waiter = (h["command"] for h in group["hooks"])
     assert waiter == event.replace(" --engine codex", " wait --engine codex") + f" --codex {codex_cli}"
-    assert any("woken when mail arrives" in line for line in said) and any("7 hooks" in line for line in said), said
+    assert any("woken when mail arrives" in line for line in said) and any("8 hooks" in line for line in said), said
     codex.disconnect(target(home))
     assert not hooks.exists()

@@ -24,10 +24,11 @@ from pathlib import Path
 
 from install.connectors import ConnectError
 from install.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
-from install.management.commands.claude_config import COMMAND_TIMEOUT
+from install.management.commands.claude_config import COMMAND_TIMEOUT, handler_of
 
 ENGINE = "codex"
-EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+# PermissionRequest: held open while the owner decides (docs/rules.md §8).
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Stop", "SessionEnd")
 BLOCK_START = "# relaybay: added by `manage.py connect codex`; `manage.py disconnect codex` takes it out."
 BLOCK_END = "# relaybay: end"
 TRUST_STEP = (
@@ -80,7 +81,7 @@ def relaybay_hooks(config, command=None, codex=None):
     if command:
         for event in EVENTS:
             groups = hooks.get(event) if isinstance(hooks.get(event), list) else []
-            handlers = [{"type": "command", "command": command, "timeout": COMMAND_TIMEOUT}]
+            handlers = [handler_of(event, {"type": "command", "command": command, "timeout": COMMAND_TIMEOUT})]
             if event == "Stop" and codex:
                 handlers.append({"type": "command", "command": wake_command(command, codex), "timeout": COMMAND_TIMEOUT})
             hooks[event] = [*groups, {"hooks": handlers}]
