@@ -86,6 +86,8 @@ class Engine:
     caller = Caller.BELIEVED
     caller_note = ""  # how the MCP server learns the calling session (for the docs)
     process_note = "heard from within 10 minutes"  # how relaybay knows its process runs
+    # What the CLI does with relaybay's http MCP server across a relaybay restart (seen; for the docs).
+    restart_note = ""
     native_messages = False  # Claude Code's own SendMessage between sessions (docs/rules.md §4.9)
     desktop_rows = False  # its sessions may be guessed into a desktop app's row by folder
     # A permission request (docs/rules.md §8): whether its PermissionRequest hook can wait for

@@ -16,7 +16,8 @@ class ClaudeCode(Engine):
     }
     wake = Wake.HOOK
     caller = Caller.PROVEN
-    caller_note = "stdio or http; the process proof"
+    caller_note = "`bin/relaybay-mcp` (the plugin, `claude_config`) or http; the process proof"
+    restart_note = "drops it after about 16 s away (`No such tool` until `/mcp` → Reconnect)"
     process_note = "its messaging socket's pid"
     native_messages = True
     desktop_rows = True

@@ -26,7 +26,8 @@ class Codex(Engine):
         "What is sent to you arrives at your next prompt or tool call; while you are idle, relaybay starts a turn "
         "with it (codex queue) if the owner connected Codex with its waiter."
     )
-    caller_note = "http `/mcp`; the session id Codex writes in every call's `_meta`"
+    caller_note = "`bin/relaybay-mcp`; the session id Codex writes in every call's `_meta`"
+    restart_note = "keeps it: a call while relaybay is down fails (`Transport send error … error sending request for url`), the next after it works"
     permission_note = (
         "PermissionRequest, held open as Claude Code's, but Codex shows its own dialog only once the hook has ended; "
         "no rule for the session (`updatedPermissions`, `updatedInput` and `interrupt` make it fail closed; seen, 0.171.0)"

@@ -45,7 +45,8 @@ class Gemini(Engine):
     # Its BeforeTool and AfterTool name the file in `file_path` (seen).
     edit_tools = {"write_file": ("file_path",), "replace": ("file_path",)}
     idle_note = "Gemini CLI has no hook that waits while you are idle: what is sent to you arrives at your next prompt or tool call."
-    caller_note = "http `/mcp` (`trust: true`); the session id its BeforeTool hook writes into the call's arguments"
+    caller_note = "`bin/relaybay-mcp` (`trust: true`); the session id its BeforeTool hook writes into the call's arguments"
+    restart_note = "keeps it: a call while relaybay is down fails (`fetch failed`), the next after it works"
     # No hook can answer a permission request: its Notification says a tool waits for the person.
     answers_permissions = False
     permission_notice = "ToolPermission"

@@ -47,6 +47,7 @@ ROWS = [
     ("the turn goes on with what waits (§2.5, 3 a turn)", lambda e: f"{e.name_of('Stop')} {e.stop_continues}"),
     ("woken while idle (§2.2)", lambda e: WOKEN[e.wake]),
     ("MCP tools (§4.10), who calls", lambda e: f"{e.caller_note}, **{e.caller}**"),
+    ("relaybay's http server directly, across a restart (§4.10)", lambda e: e.restart_note or "—"),
     ("a running process (§1.5)", lambda e: e.process_note),
     ("edit collisions (§7.1)", _edits),
     ("a permission request", lambda e: e.permission_note),

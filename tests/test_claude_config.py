@@ -178,13 +178,13 @@ def test_mcp_http_connects_relaybays_http_server_with_the_process_proof_helper()
     assert words[5:] == ["--scope", "user"]
 
 
-def test_the_mcp_server_is_the_stdio_server_without_django_by_default():
+def test_the_mcp_server_is_the_local_forwarder_run_by_the_machines_python_by_default():
     config, hint = claude_config("--mcp")
     server = config["mcpServers"]["relaybay"]
     assert server["type"] == "stdio"
-    assert server["command"] == sys.executable and Path(server["command"]).is_file()
-    assert server["args"] == ["-m", "mcp_server.stdio"]
-    assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN, "PYTHONPATH": str(MANAGE.parent)}
+    assert Path(server["command"]).is_file() and server["command"] != sys.executable
+    assert server["args"] == ["-S", str(HOOK_CLIENT.parent / "relaybay-mcp")]
+    assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN}
     line = next(line.strip() for line in hint.splitlines() if line.strip().startswith("claude mcp add-json"))
     assert json.loads(shlex.split(line)[4]) == server
 
@@ -204,7 +204,8 @@ async def test_both_printed_mcp_entries_answer_through_the_sdk_client(live_relay
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 over_http = await session.call_tool("sessions_list", {"live_only": True})
-    params = StdioServerParameters(command=stdio_entry["command"], args=stdio_entry["args"], env=stdio_entry["env"], cwd=str(tmp_path))
+    env = {**stdio_entry["env"], "HOME": str(tmp_path)}
+    params = StdioServerParameters(command=stdio_entry["command"], args=stdio_entry["args"], env=env, cwd=str(tmp_path))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()

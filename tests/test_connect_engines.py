@@ -9,6 +9,7 @@ tests/e2e/test_codex_sessions.py and test_gemini_sessions.py."""
 import json
 import stat
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ gemini = connectors.engine("gemini")
 
 TOKEN = "agents-token-5e5e"
 URL = "http://127.0.0.1:8123"
+FORWARDER = Path(__file__).resolve().parent.parent / "bin" / "relaybay-mcp"
 
 PERSONS_TOML = """\
 # my Codex settings
@@ -81,7 +83,11 @@ def test_connect_codex_adds_its_hooks_and_server_beside_the_persons_and_keeps_a_
     assert text.startswith(PERSONS_TOML)
     parsed = tomllib.loads(text)
     assert parsed["mcp_servers"]["github"] == {"command": "github-mcp", "args": ["--stdio"]}
-    assert parsed["mcp_servers"]["relaybay"] == {"url": f"{URL}/mcp", "http_headers": {"Authorization": f"Bearer {TOKEN}"}}
+    # The local forwarder to relaybay's /mcp, run by the machine's python3 -S, which keeps the
+    # tools through a relaybay restart.
+    server = parsed["mcp_servers"]["relaybay"]
+    assert Path(server["command"]).is_file() and server["args"] == ["-S", str(FORWARDER)]
+    assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN}
     written = json.loads(hooks.read_text())["hooks"]
     assert written["Stop"][0] == PERSONS_HOOKS["hooks"]["Stop"][0]
     assert set(written) == set(codex.EVENTS)
@@ -105,7 +111,7 @@ def test_connect_codex_twice_changes_nothing_and_a_new_token_replaces_the_old(ho
     assert sum("nothing to change" in line for line in said) == 2
     codex.connect(target(home, token="a-rotated-token"))
     parsed = tomllib.loads(config.read_text())
-    assert parsed["mcp_servers"]["relaybay"]["http_headers"]["Authorization"] == "Bearer a-rotated-token"
+    assert parsed["mcp_servers"]["relaybay"]["env"]["RELAYBAY_TOKEN"] == "a-rotated-token"
     assert config.read_text().count("[mcp_servers.relaybay]") == 1
     assert len(json.loads(hooks.read_text())["hooks"]["Stop"]) == 1
 
@@ -185,7 +191,7 @@ def test_connect_gemini_adds_its_hooks_and_server_beside_the_persons_and_keeps_a
     assert written["security"] == PERSONS_SETTINGS["security"]
     assert written["mcpServers"]["github"] == {"command": "github-mcp"}
     server = written["mcpServers"]["relaybay"]
-    assert (server["httpUrl"], server["headers"], server["trust"]) == (f"{URL}/mcp", {"Authorization": f"Bearer {TOKEN}"}, True)
+    assert (server["args"], server["env"], server["trust"]) == (["-S", str(FORWARDER)], {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN}, True)
     assert written["hooks"]["BeforeTool"][0] == PERSONS_SETTINGS["hooks"]["BeforeTool"][0]
     assert set(written["hooks"]) == set(GEMINI.settings.events)
     ours = written["hooks"]["AfterTool"][-1]
@@ -213,7 +219,7 @@ def test_a_gemini_dry_run_writes_nothing_and_shows_no_token(home):
     gemini.connect(target(home, dry_run=True, said=said))
     assert json.loads(path.read_text()) == PERSONS_SETTINGS
     shown = "\n".join(said)
-    assert '"httpUrl"' in shown and TOKEN not in shown
+    assert '"RELAYBAY_TOKEN": "<the agents\' token>"' in shown and TOKEN not in shown
 
 
 @pytest.mark.parametrize(

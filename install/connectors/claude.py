@@ -50,22 +50,26 @@ def plugin_hooks():
 
 
 def plugin_mcp():
-    """.mcp.json: relaybay's own http MCP server at /mcp, its tools deferred (the model sees
-    their names and loads one with ToolSearch when it needs it).
+    """.mcp.json: bin/relaybay-mcp, the small local process that forwards the session's MCP
+    messages to relaybay's /mcp (docs/mcp.md), its tools deferred (the model sees their names
+    and loads one with ToolSearch when it needs it).
 
-    Both choices are measured (bench/plugin_turn.py, docs/hook-client.md). The stdio server
-    (claude_config's default) is a Python process that imports the MCP SDK, and `claude -p`
-    waits for it before its first request: about 2 s a session start, against a fraction of
-    that for the http server. Offered whole (`alwaysLoad`), the tools' schemas add about
-    4,000 tokens to every request of every session; deferred, about 500. The headersHelper
-    would send the claude process's proof, but Claude Code gives a plugin's helper no messaging
-    token: the PreToolUse hook names the caller instead (its engine's caller_filled_in)."""
+    Each choice is measured (bench/plugin_turn.py, bench/mcp_memory.py, docs/hook-client.md).
+    Claude Code drops an http MCP server that stays away for more than a few seconds, and a
+    session then has no relaybay tools until /mcp → Reconnect; a stdio server it keeps, so a
+    relaybay restart goes unnoticed. The forwarder is stdlib only (no SDK, no Django): it starts
+    in the time of `python3 -S` and holds a few MB, where the SDK's stdio server takes about
+    2 s a session start under `claude -p` and 73 MB. Offered whole (`alwaysLoad`), the tools'
+    schemas add about 4,000 tokens to every request of every session; deferred, about 500.
+    The process carries its claude process's proof when Claude Code gives it the messaging
+    token; the PreToolUse hook names the caller as well (its engine's caller_filled_in)."""
     return {
         "mcpServers": {
             "relaybay": {
-                "type": "http",
-                "url": "${user_config.url}/mcp",
-                "headers": {"Authorization": "Bearer ${user_config.token}"},
+                "type": "stdio",
+                "command": "${user_config.python}",
+                "args": ["-S", f"{CHECKOUT}/bin/relaybay-mcp"],
+                "env": {"RELAYBAY_URL": "${user_config.url}", "RELAYBAY_TOKEN": "${user_config.token}"},
             }
         }
     }

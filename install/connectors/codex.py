@@ -2,8 +2,8 @@
 
 Codex reads hooks from `$CODEX_HOME/hooks.json` (CODEX_HOME defaults to ~/.codex) in Claude
 Code's format, and MCP servers from `$CODEX_HOME/config.toml`. `connect` adds relaybay's hooks
-(the stdlib hook client with `--engine codex`) beside any others and relaybay's http MCP server
-at /mcp as `[mcp_servers.relaybay]`, in a block of its own between two marker comments, so the
+(the stdlib hook client with `--engine codex`) beside any others and relaybay's MCP server (the
+local forwarder to /mcp, bin/relaybay-mcp) as `[mcp_servers.relaybay]`, in a block of its own between two marker comments, so the
 rest of the TOML file stays as the person wrote it, comments included; `disconnect` takes out
 exactly those.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from install.connectors import ConnectError
 from install.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
-from install.management.commands.claude_config import COMMAND_TIMEOUT, handler_of
+from install.management.commands.claude_config import COMMAND_TIMEOUT, handler_of, hook_python, local_mcp_server
 
 ENGINE = "codex"
 # PermissionRequest: held open while the owner decides (docs/rules.md §8).
@@ -93,9 +93,15 @@ def relaybay_hooks(config, command=None, codex=None):
 
 
 def mcp_block(target):
-    url = json.dumps(f"{target.url}/mcp")
-    header = json.dumps(f"Bearer {target.token}")
-    return f'{BLOCK_START}\n[mcp_servers.relaybay]\nurl = {url}\nhttp_headers = {{ "Authorization" = {header} }}\n{BLOCK_END}\n'
+    """relaybay's MCP server for Codex: bin/relaybay-mcp, which forwards to relaybay's /mcp and
+    keeps the tools through a relaybay restart (docs/mcp.md)."""
+    server = local_mcp_server(url=target.url, token=target.token, python=hook_python())
+    args = ", ".join(json.dumps(arg) for arg in server["args"])
+    env = ", ".join(f"{json.dumps(name)} = {json.dumps(value)}" for name, value in server["env"].items())
+    return (
+        f"{BLOCK_START}\n[mcp_servers.relaybay]\ncommand = {json.dumps(server['command'])}\nargs = [{args}]\n"
+        f"env = {{ {env} }}\n{BLOCK_END}\n"
+    )
 
 
 def without_block(text):
@@ -162,7 +168,7 @@ def connect(target):
     wanted = relaybay_hooks(hooks, command, codex)
     updated = hooks_text if hooks_text is not None and wanted == hooks else json_text(hooks_path, wanted)
     change(target, hooks_path, hooks_text, updated, f"relaybay's hooks for {', '.join(EVENTS)}")
-    change(target, config_path, config_text, toml, f"relaybay's MCP server [mcp_servers.relaybay] at {target.url}/mcp")
+    change(target, config_path, config_text, toml, f"relaybay's MCP server [mcp_servers.relaybay], forwarding to {target.url}/mcp")
     verb = "Would connect" if target.dry_run else "Connected"
     target.say(
         f"{verb} Codex for every session: its hooks and MCP server reach relaybay at {target.url} "

@@ -5,9 +5,9 @@ JsonSettings): the file, the events, which take a matcher, the timeout's unit an
 own fields.
 
 `connect` adds relaybay's hooks (the stdlib hook client with `--engine NAME`, each named
-"relaybay") beside any others, and relaybay's http MCP server at /mcp as `<servers>.relaybay`,
-marked by its description; `disconnect` takes out exactly those. Everything else in the file
-stays.
+"relaybay") beside any others, and relaybay's MCP server (bin/relaybay-mcp, the local forwarder
+to /mcp, which keeps the tools through a relaybay restart) as `<servers>.relaybay`, marked by its
+description; `disconnect` takes out exactly those. Everything else in the file stays.
 """
 
 import json
@@ -15,7 +15,7 @@ import json
 from engines.base import Wake
 from install.connectors import ConnectError
 from install.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
-from install.management.commands.claude_config import COMMAND_TIMEOUT
+from install.management.commands.claude_config import COMMAND_TIMEOUT, hook_python, local_mcp_server
 
 SERVER = "relaybay"
 NEVER_WOKEN = "{cli} has no hook that waits while a session is idle: what is sent to an idle session arrives at its next prompt."
@@ -63,9 +63,11 @@ def relaybay_settings(engine, config, target=None, command=None):
         for event in declared.events:
             group = {"matcher": "*", "hooks": [handler]} if event in declared.matched else {"hooks": [handler]}
             hooks[event] = [*(hooks.get(event) if isinstance(hooks.get(event), list) else []), group]
+        local = local_mcp_server(url=target.url, token=target.token, python=hook_python())
         servers[SERVER] = {
-            "httpUrl": f"{target.url}/mcp",
-            "headers": {"Authorization": f"Bearer {target.token}"},
+            "command": local["command"],
+            "args": local["args"],
+            "env": local["env"],
             **declared.server_entry,
             "description": mark(engine),
         }
@@ -107,7 +109,7 @@ def connect(target, engine):
         )
     wanted = relaybay_settings(engine, config, target, hook_command(target, engine.name))
     after = text if text is not None and wanted == config else json_text(path, wanted)
-    change(target, path, text, after, f"relaybay's hooks for {', '.join(engine.settings.events)} and its MCP server at {target.url}/mcp")
+    change(target, path, text, after, f"relaybay's hooks for {', '.join(engine.settings.events)} and its MCP server, forwarding to {target.url}/mcp")
     verb = "Would connect" if target.dry_run else "Connected"
     target.say(
         f"{verb} {engine.label} for every session: its hooks and MCP server reach relaybay at {target.url} "

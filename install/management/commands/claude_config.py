@@ -18,6 +18,7 @@ from relaybay_hook.wait import DEFAULT_WAIT
 
 HOOK_CLIENT = Path(settings.BASE_DIR) / "bin" / "relaybay-hook"
 MCP_HEADERS_HELPER = Path(settings.BASE_DIR) / "bin" / "relaybay-mcp-headers"
+MCP_FORWARDER = Path(settings.BASE_DIR) / "bin" / "relaybay-mcp"
 # Notification: a recipient's terminal asking its user to approve a native message (docs/rules.md §4.9),
 # and a session waiting at its prompt. PermissionRequest: held open while the owner decides (§8).
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Notification", "Stop", "SessionEnd")
@@ -131,33 +132,35 @@ def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, wa
 def mcp_config(*, url, token, stdio=True, python=None):
     """The `--mcp-config` object for relaybay's MCP server (docs/mcp.md).
 
-    By default the stdio server: a process per session, without Django (PYTHONPATH finds
-    mcp_server), a client of the JSON API that sends the proof of its claude process with
-    every call. It outlives a relaybay restart: Claude Code drops an http MCP server that went
-    away and offers its tools again only after /mcp → Reconnect. Without `stdio`, relaybay's
-    own http server at /mcp (no process per session), whose headersHelper sends the proof once
-    per connection.
+    By default a small local process per session (bin/relaybay-mcp, stdlib only, run by the
+    machine's python3 -S) that forwards the session's MCP messages to relaybay's /mcp with the
+    proof of its claude process. It outlives a relaybay restart: Claude Code drops an http MCP
+    server that went away and offers its tools again only after /mcp → Reconnect. Without
+    `stdio`, relaybay's own http server at /mcp (no process per session), whose headersHelper
+    sends the proof once per connection.
     """
+    python = python or hook_python()
     if stdio:
-        return {
-            "mcpServers": {
-                "relaybay": {
-                    "type": "stdio",
-                    "command": sys.executable,
-                    "args": ["-m", "mcp_server.stdio"],
-                    "env": {"RELAYBAY_URL": url, "RELAYBAY_TOKEN": token, "PYTHONPATH": str(settings.BASE_DIR)},
-                }
-            }
-        }
+        return {"mcpServers": {"relaybay": local_mcp_server(url=url, token=token, python=python)}}
     return {
         "mcpServers": {
             "relaybay": {
                 "type": "http",
                 "url": f"{url.rstrip('/')}/mcp",
                 "headers": {"Authorization": f"Bearer {token}"},
-                "headersHelper": shlex.join([python or hook_python(), "-S", str(MCP_HEADERS_HELPER)]),
+                "headersHelper": shlex.join([python, "-S", str(MCP_HEADERS_HELPER)]),
             }
         }
+    }
+
+
+def local_mcp_server(*, url, token, python):
+    """The stdio entry that starts bin/relaybay-mcp for a session: a few MB, no Django, no SDK."""
+    return {
+        "type": "stdio",
+        "command": python,
+        "args": ["-S", str(MCP_FORWARDER)],
+        "env": {"RELAYBAY_URL": url.rstrip("/"), "RELAYBAY_TOKEN": token},
     }
 
 
@@ -200,8 +203,9 @@ class Command(BaseCommand):
         "their Authorization header; SessionStart and the wake-up stay command hooks, as Claude Code "
         "requires. The same file also holds the `mcpServers` entry for relaybay's MCP server: Claude Code "
         "reads hooks from `--settings FILE` and MCP servers from `--mcp-config FILE`, so pass the one file "
-        "to both. The MCP server is the stdio server, a process per session that proves which claude process "
-        "calls and reaches relaybay again by itself after a restart; --mcp-http connects relaybay's own http "
+        "to both. The MCP server is bin/relaybay-mcp, a small local process per session (stdlib only) that forwards "
+        "its MCP messages to relaybay's /mcp with the proof of the claude process and keeps the tools through a "
+        "relaybay restart; --mcp-http connects relaybay's own http "
         "server at /mcp instead (no process per session). With --mcp: only the MCP "
         "server's entry (and the `claude mcp add-json` line on stderr). "
         "The output holds the relaybay token: keep the file private."
@@ -217,8 +221,8 @@ class Command(BaseCommand):
             "--mcp-http",
             action="store_true",
             help="Connect relaybay's http MCP server at /mcp (no process per session; after a relaybay restart each "
-            "running session needs /mcp → Reconnect) instead of the stdio server (a process per session, which "
-            "reaches relaybay again by itself).",
+            "running session needs /mcp → Reconnect) instead of bin/relaybay-mcp (a small process per session, "
+            "which keeps the tools through a restart).",
         )
         parser.add_argument(
             "--session",
@@ -258,7 +262,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         url = (options["url"] or settings.RELAYBAY_URL).rstrip("/")
         token = settings.RELAYBAY_TOKEN
-        python = hook_python() if options["mcp_http"] else None
+        python = hook_python()
         mcp = mcp_config(url=url, token=token, stdio=not options["mcp_http"], python=python)
         if options["mcp"]:
             config = mcp
