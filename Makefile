@@ -52,6 +52,7 @@ migrate: $(VENV)/.installed
 # relaybay.serve is daphne with a 10 s header timeout (docs/scale-out.md).
 run: migrate
 	@RELAYBAY_HOST=$(HOST) RELAYBAY_PORT=$(PORT) $(PY) manage.py setup_owner
+	@echo "To have relaybay start at login and restart if it stops: $(PY) manage.py service install"
 	RELAYBAY_HOST=$(HOST) RELAYBAY_PORT=$(PORT) $(PY) -m relaybay.serve -b $(HOST) -p $(PORT) relaybay.asgi:application
 
 # `make test` runs the suite on the embedded default, then on the scale-out configuration

@@ -103,6 +103,13 @@ def test_start_up_output_gives_the_one_line_that_connects_every_session_and_it_d
     assert options["url"] == f"http://127.0.0.1:{port}"
 
 
+@pytest.mark.embedded_only  # `make run` serves the embedded default whatever the pass's services
+def test_start_up_output_mentions_the_login_service_once(make_run):
+    data_dir, port, log = make_run
+    said = [line.strip() for line in log.read_text().splitlines() if "manage.py service install" in line]
+    assert said == ["To have relaybay start at login and restart if it stops: .venv/bin/python manage.py service install"]
+
+
 @pytest.mark.django_db
 def test_the_owner_password_is_shown_once_then_where_to_find_or_reset_it(settings, tmp_path):
     settings.DATA_DIR = tmp_path
