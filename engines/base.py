@@ -14,6 +14,8 @@ from enum import StrEnum
 
 from core.mcp_tools import CARRIES_MESSAGE_TEXT
 
+from .installed import json_settings_connection
+
 # The events relaybay handles, by relaybay's names (Claude Code's); a CLI's other events are
 # recorded under their own name and change nothing.
 HANDLED = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd", "PermissionRequest")
@@ -98,6 +100,12 @@ class Engine:
     permission_notice = ""
     permission_note = ""  # what answers a permission request (for the docs)
     notes = {}  # a docs table row's extra words for this CLI, by row
+
+    # --- This machine ----------------------------------------------------------------------------
+
+    def connection(self, home):
+        """How the CLI is connected to relaybay in `home` (engines/installed.py), or None."""
+        return json_settings_connection(self, home) if self.settings else None
 
     # --- Events --------------------------------------------------------------------------------
 

@@ -1,6 +1,10 @@
 """Claude Code (docs/rules.md §1.6): the dialect relaybay's own names come from."""
 
 from .base import MCP_SERVER, Caller, Engine, Wake, mcp_tool_call
+from .installed import SERVER, Connection, has_hook_client, mcp_kind, read_json
+
+# install/connectors/claude.py's plugin, from its local marketplace.
+PLUGIN = "relaybay@relaybay-local"
 
 
 class ClaudeCode(Engine):
@@ -44,6 +48,30 @@ class ClaudeCode(Engine):
         server, _, tool = tool_name[len("mcp__"):].rpartition("__")
         found = mcp_tool_call(MCP_SERVER if server.endswith(MCP_SERVER) else server, tool, payload, "updatedInput")
         return {"hookSpecificOutput": {"hookEventName": name, **found}} if found else None
+
+
+    def connection(self, home):
+        """The plugin (its version, enabled or not), claude_config's hooks merged into
+        settings.json, and an MCP entry registered for every project (~/.claude.json)."""
+        settings_path = home / ".claude" / "settings.json"
+        plugins_path = home / ".claude" / "plugins" / "installed_plugins.json"
+        registry = home / ".claude.json"
+        settings = read_json(settings_path) or {}
+        connection = Connection(self.label)
+        installs = ((read_json(plugins_path) or {}).get("plugins") or {}).get(PLUGIN) or []
+        if installs and isinstance(installs[0], dict):
+            enabled = (settings.get("enabledPlugins") or {}).get(PLUGIN, True)
+            connection.how.append(f"the relaybay plugin {installs[0].get('version', '?')}" + ("" if enabled else ", disabled"))
+            connection.paths += [plugins_path, settings_path]
+        env = settings.get("env") if isinstance(settings.get("env"), dict) else {}
+        if env.get("RELAYBAY_HOOK_CONFIG") or has_hook_client(settings.get("hooks")):
+            connection.how.append("claude_config's hooks in settings.json")
+            connection.paths.append(settings_path)
+        server = ((read_json(registry) or {}).get("mcpServers") or {}).get(SERVER)
+        if server is not None:
+            connection.how.append(f"MCP server for every project: {mcp_kind(server)}")
+            connection.paths.append(registry)
+        return connection if connection.how else None
 
 
 ENGINE = ClaudeCode()

@@ -3,7 +3,15 @@ fields and answers (seen) — with its own edit tool, its own way of naming the 
 tool, and an idle session woken through `codex queue` while the waiter its Stop hook leaves runs
 (relaybay_hook/codex_wake.py)."""
 
+import os
+import tomllib
+from pathlib import Path
+
 from .base import Caller, Engine, Wake
+from .installed import SERVER, Connection, has_hook_client, mcp_kind, read_json
+
+# The first words of the block install/connectors/codex.py writes into config.toml.
+CONFIG_BLOCK = "# relaybay: added by `manage.py connect codex`"
 
 # Where Codex names the calling session in a tool call's _meta (seen, 0.171.0).
 MCP_META = "x-codex-turn-metadata"
@@ -52,6 +60,26 @@ class Codex(Engine):
         The CLI writes it, not the model (docs/mcp.md)."""
         turn = (meta or {}).get(MCP_META)
         return turn.get("session_id") if isinstance(turn, dict) else None
+
+
+    def connection(self, home):
+        """relaybay's hooks in $CODEX_HOME/hooks.json and its block in config.toml."""
+        configured = os.environ.get("CODEX_HOME")
+        codex_home = Path(configured).expanduser() if configured else home / ".codex"
+        config_path, hooks_path = codex_home / "config.toml", codex_home / "hooks.json"
+        connection = Connection(self.label)
+        if has_hook_client((read_json(hooks_path) or {}).get("hooks")):
+            connection.how.append("hooks")
+            connection.paths.append(hooks_path)
+        try:
+            text = config_path.read_text()
+            server = (tomllib.loads(text).get("mcp_servers") or {}).get(SERVER) if CONFIG_BLOCK in text else None
+        except (OSError, tomllib.TOMLDecodeError):
+            server = None
+        if server is not None:
+            connection.how.append(f"MCP server: {mcp_kind(server)}")
+            connection.paths.append(config_path)
+        return connection if connection.how else None
 
 
 ENGINE = Codex()

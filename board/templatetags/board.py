@@ -100,3 +100,14 @@ def pager(context, page, before="before", after="after"):
         "newer": link(after, page.newer) if page.newer is not None else None,
         "older": link(before, page.older) if page.older is not None else None,
     }
+
+
+@register.inclusion_tag("board/_machine.html")
+def machine_footer():
+    """The footer's line: where relaybay serves, its live sessions, the CLIs connected on this
+    machine and how, and what waits in a spool here (board/machine.py)."""
+    from django.conf import settings
+
+    from ..machine import machine
+
+    return {"here": machine(), "url": settings.RELAYBAY_URL}
