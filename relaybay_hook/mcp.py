@@ -35,6 +35,7 @@ DEFAULT_TIMEOUT = 60.0
 KEPT = ('server/discover', 'initialize', 'tools/list', 'prompts/list', 'resources/list',
         'resources/templates/list')
 NOT_REACHED_CODE = -32000
+CACHE_LIMIT = 4 << 20
 # How often a session whose tools were listed from a copy looks for relaybay.
 WATCH_SECONDS = 3.0
 
@@ -92,6 +93,11 @@ class Forwarder:
             self.initialized = False
         try:
             answers = self._forward(line, reinitialize=method != 'initialize')
+        except conn.NotRelaybay as refusal:
+            if is_request:
+                self._emit(self._answer_offline(message, 'relaybay is not what answers at %s: %s. Nothing was sent to '
+                                                'it. Start relaybay (`make run`), then call the tool again.' % (self.url, refusal)))
+            return
         except conn.Unreachable:
             self._went_down()
             if is_request:
@@ -277,10 +283,10 @@ class Forwarder:
     def _read_cache(self):
         if not self.cache_path:
             return {}
+        from relaybay_hook import private
         try:
-            with open(self.cache_path, 'rb') as f:
-                saved = json.loads(f.read().decode('utf-8'))
-        except (OSError, ValueError):
+            saved = json.loads(private.read(self.cache_path, CACHE_LIMIT).decode('utf-8') or '{}')
+        except (OSError, ValueError, private.Unusable):
             return {}
         if not isinstance(saved, dict) or not isinstance(saved.get('kept'), dict):
             return {}
@@ -289,23 +295,18 @@ class Forwarder:
         return saved['kept']
 
     def _write_cache(self):
+        """relaybay's last answers beside the spool, as the client keeps its own files (0600 in a
+        0700 folder, no link followed: relaybay_hook/private.py)."""
         if not self.cache_path:
             return
-        import os
+        from relaybay_hook import private
         with self.saving:
             data = json.dumps({'url': self.url, 'reachable_at': self.reachable_at, 'kept': dict(self.kept)})
-        temporary = '%s.%d.tmp' % (self.cache_path, os.getpid())
-        try:
-            os.makedirs(os.path.dirname(self.cache_path), mode=0o700, exist_ok=True)
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, 'wb') as f:
-                f.write(data.encode('utf-8'))
-            os.replace(temporary, self.cache_path)
-        except OSError:
             try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+                private.folder(self.cache_path.rpartition('/')[0] or '.')
+                private.replace(self.cache_path, data.encode('utf-8'))
+            except (OSError, private.Unusable) as exc:
+                _broke(exc)
 
     def _emit(self, message):
         data = json.dumps(message, separators=(',', ':'), ensure_ascii=False)
