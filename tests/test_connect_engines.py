@@ -1,28 +1,28 @@
 """`manage.py connect codex|gemini` and `disconnect codex|gemini` (install/connectors/codex.py,
-and json_settings.py as Gemini CLI's engine declares it; docs/rules.md §1.6): relaybay's hooks and MCP server go into the person's Codex and
-Gemini CLI configuration beside everything else, with the file as it was kept beside it; a second
-connect changes nothing; a dry run writes nothing and shows no token; disconnect takes out exactly
-what connect added; a file relaybay cannot read back, or a server of the same name it did not
-write, stops it before anything is written. The real CLIs read what connect writes in
-tests/e2e/test_codex_sessions.py and test_gemini_sessions.py."""
+and json_settings.py as Gemini CLI's engine declares it; docs/rules.md §1.6): relaybay's hooks and
+MCP server go into the person's Codex and Gemini CLI configuration beside everything else, the
+token only in relaybay's own file, with the file as it was kept beside it once; a second connect
+changes nothing; a dry run writes nothing and shows no token; disconnect takes out exactly what
+connect added, and relaybay's file; a file relaybay cannot read back, or a server of the same
+name it did not write, stops it before anything is written. The real CLIs read what connect
+writes in tests/e2e/test_codex_sessions.py and test_gemini_sessions.py;
+tests/test_connect_safety.py breaks the files on purpose."""
 
 import json
 import stat
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from engines.gemini import ENGINE as GEMINI
 from install import connectors
-from install.connectors import ConnectError, Target, codex
+from install.connectors import ConnectError, Target, codex, config_files, json_settings
 
 # What `manage.py connect gemini` runs.
 gemini = connectors.engine("gemini")
 
 TOKEN = "agents-token-5e5e"
 URL = "http://127.0.0.1:8123"
-FORWARDER = Path(__file__).resolve().parent.parent / "bin" / "relaybay-mcp"
 
 PERSONS_TOML = """\
 # my Codex settings
@@ -68,50 +68,68 @@ def private(path):
     return stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
+def forwarder(settings, config):
+    """relaybay's MCP server entry: the stdlib forwarder, reading the configuration file."""
+    assert config.parent == settings.DATA_DIR / "hook-config" and private(config)
+    return {"command": config_files.hook_python(), "args": ["-S", str(config_files.MCP_FORWARDER)],
+            "env": {"RELAYBAY_HOOK_CONFIG": str(config)}}
+
+
+def hook_configs(settings):
+    return sorted((settings.DATA_DIR / "hook-config").glob("*.conf"))
+
+
 # --- Codex ---------------------------------------------------------------------------------
 
 
-def test_connect_codex_adds_its_hooks_and_server_beside_the_persons_and_keeps_a_copy(home):
+def test_connect_codex_adds_its_hooks_and_server_beside_the_persons_and_keeps_a_copy(home, settings):
     config, hooks = home / ".codex" / "config.toml", home / ".codex" / "hooks.json"
     config.write_text(PERSONS_TOML)
+    config.chmod(0o640)
     hooks.write_text(json.dumps(PERSONS_HOOKS))
     said = []
     codex.connect(target(home, said=said))
 
     text = config.read_text()
-    # The person's file, comments included, comes first and unchanged.
-    assert text.startswith(PERSONS_TOML)
+    # The person's file, comments included, is all there, in order; relaybay's table joins the
+    # person's mcp_servers.
+    lines = text.splitlines()
+    persons = [line for line in PERSONS_TOML.splitlines() if line]
+    assert [line for line in lines if line in persons] == persons
+    assert lines.index("[mcp_servers.relaybay]") == lines.index("[mcp_servers.github]") + 4
     parsed = tomllib.loads(text)
     assert parsed["mcp_servers"]["github"] == {"command": "github-mcp", "args": ["--stdio"]}
-    # The local forwarder to relaybay's /mcp, run by the machine's python3 -S, which keeps the
-    # tools through a relaybay restart.
-    server = parsed["mcp_servers"]["relaybay"]
-    assert Path(server["command"]).is_file() and server["args"] == ["-S", str(FORWARDER)]
-    assert server["env"] == {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN}
+    [conf] = hook_configs(settings)
+    assert parsed["mcp_servers"]["relaybay"] == forwarder(settings, conf)
+    assert f"RELAYBAY_TOKEN={TOKEN}" in conf.read_text().splitlines()
     written = json.loads(hooks.read_text())["hooks"]
     assert written["Stop"][0] == PERSONS_HOOKS["hooks"]["Stop"][0]
     assert set(written) == set(codex.EVENTS)
     command = written["SessionStart"][0]["hooks"][0]["command"]
     assert command.startswith("RELAYBAY_HOOK_CONFIG=") and command.endswith("bin/relaybay-hook --engine codex")
-    # The file holds the token: readable by its owner only; the files as they were are kept.
-    assert private(config) and private(hooks)
+    # No token in Codex's files, and the person's mode kept.
+    assert TOKEN not in text + hooks.read_text()
+    assert stat.S_IMODE(config.stat().st_mode) == 0o640
     assert (home / ".codex" / "config.toml.relaybay-backup").read_text() == PERSONS_TOML
     assert json.loads((home / ".codex" / "hooks.json.relaybay-backup").read_text()) == PERSONS_HOOKS
     # The trust step cannot be missed.
     assert any("/hooks" in line and "trust" in line for line in said), said
 
 
-def test_connect_codex_twice_changes_nothing_and_a_new_token_replaces_the_old(home):
+def test_connect_codex_twice_changes_nothing_and_a_new_token_replaces_the_old(home, settings):
     codex.connect(target(home))
     config, hooks = home / ".codex" / "config.toml", home / ".codex" / "hooks.json"
     first = (config.read_text(), hooks.read_text())
     said = []
     codex.connect(target(home, said=said))
     assert (config.read_text(), hooks.read_text()) == first
-    assert sum("nothing to change" in line for line in said) == 2
+    assert sum("nothing to change" in line for line in said) == 1
     codex.connect(target(home, token="a-rotated-token"))
     parsed = tomllib.loads(config.read_text())
-    assert parsed["mcp_servers"]["relaybay"]["env"]["RELAYBAY_TOKEN"] == "a-rotated-token"
+    # The new configuration file replaces the old one, which goes with its token.
+    [conf] = hook_configs(settings)
+    assert parsed["mcp_servers"]["relaybay"] == forwarder(settings, conf)
+    assert "RELAYBAY_TOKEN=a-rotated-token" in conf.read_text().splitlines()
     assert config.read_text().count("[mcp_servers.relaybay]") == 1
     assert len(json.loads(hooks.read_text())["hooks"]["Stop"]) == 1
 
@@ -126,7 +144,7 @@ def test_a_codex_dry_run_writes_nothing_and_shows_no_token(home, settings):
     assert not (settings.DATA_DIR / "hook-config").exists()
     shown = "\n".join(said)
     assert "+[mcp_servers.relaybay]" in shown and "would change" in shown
-    assert TOKEN not in shown and "<the agents' token>" in shown
+    assert TOKEN not in shown
 
 
 def test_disconnect_codex_leaves_the_persons_files_as_they_were(home):
@@ -143,10 +161,27 @@ def test_disconnect_codex_leaves_the_persons_files_as_they_were(home):
     assert config.read_text() == PERSONS_TOML
 
 
-def test_disconnect_codex_removes_the_files_connect_made(home):
+def test_disconnect_codex_removes_the_files_connect_made_and_relaybays_own(home, settings):
     codex.connect(target(home))
+    gemini.connect(target(home))
     codex.disconnect(target(home))
     assert not (home / ".codex" / "config.toml").exists() and not (home / ".codex" / "hooks.json").exists()
+    # Gemini's configuration file stays while Gemini CLI is connected.
+    [kept] = hook_configs(settings)
+    assert f"RELAYBAY_CONNECTED=gemini {home / '.gemini'}" in kept.read_text()
+    gemini.disconnect(target(home))
+    assert hook_configs(settings) == []
+
+
+def test_mcp_servers_written_inline_gets_relaybays_inline_and_disconnect_gives_the_file_back(home, settings):
+    config = home / ".codex" / "config.toml"
+    config.write_text('mcp_servers = { github = { command = "x" } }\n')
+    codex.connect(target(home))
+    parsed = tomllib.loads(config.read_text())
+    assert parsed["mcp_servers"]["github"] == {"command": "x"}
+    assert parsed["mcp_servers"]["relaybay"] == forwarder(settings, hook_configs(settings)[0])
+    codex.disconnect(target(home))
+    assert config.read_text() == 'mcp_servers = { github = { command = "x" } }\n'
 
 
 def test_codex_home_is_where_codex_home_says(home, tmp_path, monkeypatch):
@@ -161,7 +196,6 @@ def test_codex_home_is_where_codex_home_says(home, tmp_path, monkeypatch):
     [
         ("model = \n", None, "is not valid TOML"),
         ('[mcp_servers.relaybay]\nurl = "http://elsewhere/mcp"\n', None, "that relaybay did not write"),
-        ('mcp_servers = { github = { command = "x" } }\n', None, "is mcp_servers written inline"),
         (None, "{not json", "is not valid JSON"),
         (None, '["hooks"]', "is not a hooks file"),
         (None, '{"hooks": []}', "is not a hooks file"),
@@ -183,7 +217,7 @@ def test_connect_codex_refuses_what_it_cannot_read_back_and_writes_nothing(home,
 # --- Gemini CLI ----------------------------------------------------------------------------
 
 
-def test_connect_gemini_adds_its_hooks_and_server_beside_the_persons_and_keeps_a_copy(home):
+def test_connect_gemini_adds_its_hooks_and_server_beside_the_persons_and_keeps_a_copy(home, settings):
     path = home / ".gemini" / "settings.json"
     path.write_text(json.dumps(PERSONS_SETTINGS))
     gemini.connect(target(home))
@@ -191,13 +225,14 @@ def test_connect_gemini_adds_its_hooks_and_server_beside_the_persons_and_keeps_a
     assert written["security"] == PERSONS_SETTINGS["security"]
     assert written["mcpServers"]["github"] == {"command": "github-mcp"}
     server = written["mcpServers"]["relaybay"]
-    assert (server["args"], server["env"], server["trust"]) == (["-S", str(FORWARDER)], {"RELAYBAY_URL": URL, "RELAYBAY_TOKEN": TOKEN}, True)
+    assert server == {**forwarder(settings, hook_configs(settings)[0]), "trust": True, "description": json_settings.mark(GEMINI)}
+    assert TOKEN not in path.read_text()
     assert written["hooks"]["BeforeTool"][0] == PERSONS_SETTINGS["hooks"]["BeforeTool"][0]
     assert set(written["hooks"]) == set(GEMINI.settings.events)
     ours = written["hooks"]["AfterTool"][-1]
     assert ours["matcher"] == "*" and ours["hooks"][0]["name"] == "relaybay" and ours["hooks"][0]["timeout"] == 30000
     assert ours["hooks"][0]["command"].endswith("bin/relaybay-hook --engine gemini")
-    assert private(path) and json.loads((home / ".gemini" / "settings.json.relaybay-backup").read_text()) == PERSONS_SETTINGS
+    assert json.loads((home / ".gemini" / "settings.json.relaybay-backup").read_text()) == PERSONS_SETTINGS
 
 
 def test_connect_gemini_twice_changes_nothing_and_disconnect_leaves_the_file_as_it_was(home):
@@ -219,7 +254,7 @@ def test_a_gemini_dry_run_writes_nothing_and_shows_no_token(home):
     gemini.connect(target(home, dry_run=True, said=said))
     assert json.loads(path.read_text()) == PERSONS_SETTINGS
     shown = "\n".join(said)
-    assert '"RELAYBAY_TOKEN": "<the agents\' token>"' in shown and TOKEN not in shown
+    assert "bin/relaybay-mcp" in shown and TOKEN not in shown
 
 
 @pytest.mark.parametrize(

@@ -225,6 +225,10 @@ def impostor(shared_tmp):
     port = int(process.stdout.readline())
 
     def accepted():
+        """What each connection sent it (waiting a moment for it to write down the last one)."""
+        deadline = time.monotonic() + 5
+        while not log.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
         return [json.loads(line)['received'] for line in log.read_text().splitlines()] if log.exists() else []
 
     yield 'http://127.0.0.1:%d' % port, accepted

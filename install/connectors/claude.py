@@ -19,8 +19,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from core.private_files import write_private
 from install.connectors import ConnectError
+from install.connectors.edits import Edit, apply, forget_token, read_text
 from install.management.commands.claude_config import COMMAND_TIMEOUT, EVENTS, WAIT_MARGIN, group, handler_of, hook_python
 from relaybay_hook.wait import DEFAULT_WAIT
 
@@ -178,22 +178,18 @@ def remove_hand_made(target, cli):
     plugin stands aside in every session (docs/hook-client.md) and they go on using their own
     address and token."""
     path = target.home / ".claude" / "settings.json"
+    text = read_text(path)
     try:
-        config = json.loads(path.read_text())
-    except FileNotFoundError:
-        config = None
+        config = None if text is None else json.loads(text)
     except ValueError:
         raise ConnectError(f"{path} is not valid JSON: fix it (Claude Code cannot read it either), then run this again.") from None
     if isinstance(config, dict):
         config, changed = without_hand_made(config)
         if changed:
-            backup = path.with_name("settings.json.relaybay-backup")
-            if target.dry_run:
-                target.say(f"  would remove relaybay's hand-merged hooks and env from {path} (a copy kept in {backup})")
-            else:
-                write_private(backup, path.read_text())
-                write_private(path, json.dumps(config, indent=2) + "\n")
-                target.say(f"  removed relaybay's hand-merged hooks and env from {path} (the file as it was: {backup})")
+            # The copy kept is the file without relaybay's part: it holds no token.
+            after = json.dumps(config, indent=2) + "\n"
+            apply(target, [Edit(path, text, after, "relaybay's hand-merged hooks and env taken out", clean=after)])
+    forget_token(target, [path])
     try:
         registered = json.loads((target.home / ".claude.json").read_text()).get("mcpServers", {})
     except (OSError, ValueError, AttributeError):

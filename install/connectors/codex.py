@@ -2,10 +2,14 @@
 
 Codex reads hooks from `$CODEX_HOME/hooks.json` (CODEX_HOME defaults to ~/.codex) in Claude
 Code's format, and MCP servers from `$CODEX_HOME/config.toml`. `connect` adds relaybay's hooks
-(the stdlib hook client with `--engine codex`) beside any others and relaybay's MCP server (the
-local forwarder to /mcp, bin/relaybay-mcp) as `[mcp_servers.relaybay]`, in a block of its own between two marker comments, so the
-rest of the TOML file stays as the person wrote it, comments included; `disconnect` takes out
-exactly those.
+(the stdlib hook client with `--engine codex`) beside any others, and relaybay's MCP server as
+`[mcp_servers.relaybay]`: the checkout's stdlib forwarder to relaybay's /mcp, which reads the
+address and token from relaybay's own configuration file, so neither file holds the token.
+config.toml is edited as TOML (tomlkit keeps the person's comments and layout): relaybay's
+server is found by what it is, however Codex rewrote the file (`codex mcp add` turns inline
+tables into tables of their own and drops comments), and nothing else is touched; `disconnect`
+takes out exactly relaybay's hooks and server. Both files change together or not at all
+(install/connectors/edits.py).
 
 Codex runs no hook the person has not trusted, and says nothing about the ones it skips: after
 `connect`, each person trusts relaybay's hooks once in the TUI's /hooks. Until then the board
@@ -19,18 +23,31 @@ import json
 import os
 import shlex
 import shutil
-import tomllib
 from pathlib import Path
 
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import InlineTable
+
 from install.connectors import ConnectError
-from install.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
-from install.management.commands.claude_config import COMMAND_TIMEOUT, handler_of, hook_python, local_mcp_server
+from install.connectors.config_files import (
+    forget_hook_configs,
+    hook_command,
+    hook_config,
+    is_forwarder,
+    is_relaybay_hook,
+    json_text,
+    mcp_server,
+)
+from install.connectors.edits import Edit, apply, forget_token, read_text
+from install.management.commands.claude_config import COMMAND_TIMEOUT, handler_of
 
 ENGINE = "codex"
 # PermissionRequest: held open while the owner decides (docs/rules.md §8).
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse", "Stop", "SessionEnd")
-BLOCK_START = "# relaybay: added by `manage.py connect codex`; `manage.py disconnect codex` takes it out."
-BLOCK_END = "# relaybay: end"
+SERVER = "relaybay"
+# The comment lines an earlier relaybay wrote around its table: taken out with it.
+MARKERS = ("# relaybay: added by `manage.py connect codex`; `manage.py disconnect codex` takes it out.", "# relaybay: end")
 TRUST_STEP = (
     "One step is yours, once: Codex runs only hooks you trusted, and skips the others without a word. "
     "Start `codex`, type /hooks, and trust relaybay's {count} hooks (each runs relaybay-hook --engine codex). "
@@ -92,87 +109,123 @@ def relaybay_hooks(config, command=None, codex=None):
     return config
 
 
-def mcp_block(target):
-    """relaybay's MCP server for Codex: bin/relaybay-mcp, which forwards to relaybay's /mcp and
-    keeps the tools through a relaybay restart (docs/mcp.md)."""
-    server = local_mcp_server(url=target.url, token=target.token, python=hook_python())
-    args = ", ".join(json.dumps(arg) for arg in server["args"])
-    env = ", ".join(f"{json.dumps(name)} = {json.dumps(value)}" for name, value in server["env"].items())
-    return (
-        f"{BLOCK_START}\n[mcp_servers.relaybay]\ncommand = {json.dumps(server['command'])}\nargs = [{args}]\n"
-        f"env = {{ {env} }}\n{BLOCK_END}\n"
-    )
-
-
-def without_block(text):
-    """config.toml's text without relaybay's block (and the blank line connect put before it)."""
-    start = text.find(BLOCK_START)
-    if start < 0:
-        return text
-    end = text.find(BLOCK_END, start)
-    end = len(text) if end < 0 else end + len(BLOCK_END) + (text[end + len(BLOCK_END) : end + len(BLOCK_END) + 1] == "\n")
-    head = text[:start]
-    if head.endswith("\n\n"):
-        head = head[:-1]
-    return head + text[end:]
+def is_ours(server, text=""):
+    """Whether config.toml's [mcp_servers.relaybay] is relaybay's: the forwarder, or an earlier
+    relaybay's http entry (relaybay's /mcp with a bearer token, or within its marker comments)."""
+    if is_forwarder(server):
+        return True
+    if not isinstance(server, dict):
+        return False
+    headers = server.get("http_headers")
+    bearer = isinstance(headers, dict) and str(headers.get("Authorization", "")).startswith("Bearer ")
+    return str(server.get("url", "")).endswith("/mcp") and (bearer or MARKERS[0] in text)
 
 
 def parsed_toml(path, text):
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConnectError(f"{path} is not valid TOML ({error}): fix it (Codex cannot read it either), then run this again.") from None
+        return tomlkit.parse(text)
+    except (TOMLKitError, ValueError) as error:
+        raise ConnectError(f"{path} is not valid TOML ({error}): fix it (Codex cannot read it either), then run this again. Nothing was changed.") from None
 
 
-def with_block(path, text, target):
-    """config.toml's text with relaybay's MCP server in its block, at the end."""
-    rest = without_block(text)
-    if "relaybay" in (parsed_toml(path, rest).get("mcp_servers") or {}):
+def without_server(path, text):
+    """config.toml's text without relaybay's server (and an earlier relaybay's marker lines);
+    the text itself when it holds none."""
+    doc = parsed_toml(path, text)
+    servers = doc.get("mcp_servers")
+    marked = any(line.strip() in MARKERS for line in text.splitlines())
+    if not (isinstance(servers, dict) and SERVER in servers and is_ours(servers[SERVER], text)) and not marked:
+        return text
+    if isinstance(servers, dict) and SERVER in servers and is_ours(servers[SERVER], text):
+        del servers[SERVER]
+        if not servers:
+            del doc["mcp_servers"]
+    kept = "".join(line for line in tomlkit.dumps(doc).splitlines(True) if line.strip() not in MARKERS)
+    return kept.rstrip("\n") + "\n" if kept.strip() else ""
+
+
+def with_server(path, text, config):
+    """config.toml's text with relaybay's server, as a table of its own (inline where the
+    person wrote mcp_servers inline)."""
+    rest = without_server(path, text)
+    doc = parsed_toml(path, rest)
+    servers = doc.get("mcp_servers")
+    if isinstance(servers, dict) and SERVER in servers:
         raise ConnectError(
             f"{path} has an [mcp_servers.relaybay] that relaybay did not write: take it out (or rename it), "
             "then run this again. Nothing was changed."
         )
-    joined = (rest if not rest or rest.endswith("\n") else rest + "\n") + ("\n" if rest.strip() else "") + mcp_block(target)
-    try:
-        tomllib.loads(joined)
-    except tomllib.TOMLDecodeError as error:
-        raise ConnectError(
-            f"relaybay's [mcp_servers.relaybay] table cannot go at the end of {path} as it is ({error}): is "
-            "mcp_servers written inline there? Write it as [mcp_servers.NAME] tables, then run this again. "
-            "Nothing was changed."
-        ) from None
-    return joined if rest.strip() else mcp_block(target)
+    if servers is not None and not isinstance(servers, dict):
+        raise ConnectError(f"{path} has an mcp_servers that is not a table: fix it (Codex cannot read it either), then run this again. Nothing was changed.")
+    entry = mcp_server(config)
+    if isinstance(servers, InlineTable):
+        table = tomlkit.inline_table()
+        table.update(entry)
+        servers[SERVER] = table
+    else:
+        table = tomlkit.table()
+        table["command"], table["args"] = entry["command"], entry["args"]
+        env = tomlkit.inline_table()
+        env.update(entry["env"])
+        table["env"] = env
+        if servers is None:
+            servers = tomlkit.table(is_super_table=True)
+            servers[SERVER] = table
+            if rest.strip():
+                doc.add(tomlkit.nl())
+            doc["mcp_servers"] = servers
+        else:
+            table.add(tomlkit.nl())  # a blank line before whatever follows it
+            servers[SERVER] = table
+    return tomlkit.dumps(doc)
 
 
 def read_hooks(path):
-    text = read(path)
+    text = read_text(path)
     if text is None:
         return None, {}
     try:
         config = json.loads(text)
     except ValueError:
-        raise ConnectError(f"{path} is not valid JSON: fix it (Codex cannot read it either), then run this again.") from None
+        raise ConnectError(f"{path} is not valid JSON: fix it (Codex cannot read it either), then run this again. Nothing was changed.") from None
     if not isinstance(config, dict) or not isinstance(config.get("hooks", {}), dict):
-        raise ConnectError(f'{path} is not a hooks file Codex reads ({{"hooks": {{…}}}}): fix it, then run this again.')
+        raise ConnectError(f'{path} is not a hooks file Codex reads ({{"hooks": {{…}}}}): fix it, then run this again. Nothing was changed.')
     return text, config
 
 
-def connect(target):
+def files(target):
     home = codex_home(target)
-    hooks_path, config_path = home / "hooks.json", home / "config.toml"
+    return home, home / "hooks.json", home / "config.toml"
+
+
+def connect(target):
+    home, hooks_path, config_path = files(target)
     hooks_text, hooks = read_hooks(hooks_path)
-    config_text = read(config_path)
-    toml = with_block(config_path, config_text or "", target)
-    command = hook_command(target, ENGINE)
+    config_text = read_text(config_path)
+    without = without_server(config_path, config_text or "")
+    config = hook_config(target, ENGINE, home)
+    toml = with_server(config_path, config_text or "", config)
     codex = codex_command(target)
-    wanted = relaybay_hooks(hooks, command, codex)
+    wanted = relaybay_hooks(hooks, hook_command(config, ENGINE), codex)
     updated = hooks_text if hooks_text is not None and wanted == hooks else json_text(hooks_path, wanted)
-    change(target, hooks_path, hooks_text, updated, f"relaybay's hooks for {', '.join(EVENTS)}")
-    change(target, config_path, config_text, toml, f"relaybay's MCP server [mcp_servers.relaybay], forwarding to {target.url}/mcp")
+    clean_hooks = relaybay_hooks(hooks)
+    changed = apply(
+        target,
+        [
+            Edit(hooks_path, hooks_text, updated, f"relaybay's hooks for {', '.join(EVENTS)}",
+                 clean=None if hooks_text is None else json_text(hooks_path, clean_hooks) if clean_hooks != hooks else hooks_text),
+            Edit(config_path, config_text, toml, "relaybay's MCP server [mcp_servers.relaybay], the forwarder to "
+                 f"{target.url}/mcp", clean=None if config_text is None else without),
+        ],
+    )
+    if not changed:
+        target.say(f"  {hooks_path} and {config_path}: nothing to change (relaybay's hooks and MCP server as wanted already)")
+    forget_hook_configs(target, ENGINE, home, keep=config)
+    forget_token(target, (hooks_path, config_path))
     verb = "Would connect" if target.dry_run else "Connected"
     target.say(
         f"{verb} Codex for every session: its hooks and MCP server reach relaybay at {target.url} "
-        f"({home}; the token is in the files, readable by you only)."
+        f"({home}; the token is in {config}, readable by you only, not in Codex's files)."
     )
     target.say(TRUST_STEP.format(count=len(EVENTS) + bool(codex)))
     if codex:
@@ -187,16 +240,21 @@ def connect(target):
 
 
 def disconnect(target):
-    home = codex_home(target)
-    hooks_path, config_path = home / "hooks.json", home / "config.toml"
+    home, hooks_path, config_path = files(target)
     hooks_text, hooks = read_hooks(hooks_path)
+    config_text = read_text(config_path)
+    edits = []
     if hooks_text is not None:
         kept = relaybay_hooks(hooks)
         after = None if not kept else (hooks_text if kept == hooks else json_text(hooks_path, kept))
-        change(target, hooks_path, hooks_text, after, "relaybay's hooks taken out")
-    config_text = read(config_path)
+        edits.append(Edit(hooks_path, hooks_text, after, "relaybay's hooks taken out"))
     if config_text is not None:
-        rest = without_block(config_text)
-        change(target, config_path, config_text, rest if rest.strip() or rest == config_text else None, "relaybay's MCP server taken out")
+        rest = without_server(config_path, config_text)
+        after = rest if rest.strip() or rest == config_text else None
+        edits.append(Edit(config_path, config_text, after, "relaybay's MCP server taken out"))
+    if not apply(target, edits):
+        target.say(f"  {home}: nothing to change (none of relaybay's hooks or MCP server there)")
+    forget_hook_configs(target, ENGINE, home)
+    forget_token(target, (hooks_path, config_path))
     verb = "Would disconnect" if target.dry_run else "Disconnected"
     target.say(f"{verb} Codex: relaybay's hooks and MCP server are gone from {home}; everything else is as it was.")

@@ -5,17 +5,28 @@ JsonSettings): the file, the events, which take a matcher, the timeout's unit an
 own fields.
 
 `connect` adds relaybay's hooks (the stdlib hook client with `--engine NAME`, each named
-"relaybay") beside any others, and relaybay's MCP server (bin/relaybay-mcp, the local forwarder
-to /mcp, which keeps the tools through a relaybay restart) as `<servers>.relaybay`, marked by its
-description; `disconnect` takes out exactly those. Everything else in the file stays.
+"relaybay") beside any others, and relaybay's MCP server as `<servers>.relaybay`: the checkout's
+stdlib forwarder to relaybay's /mcp, which reads the address and token from relaybay's own
+configuration file (so the settings file holds no token), marked by its description;
+`disconnect` takes out exactly those. Everything else in the file stays; the file changes
+atomically (install/connectors/edits.py).
 """
 
 import json
 
 from engines.base import Wake
 from install.connectors import ConnectError
-from install.connectors.config_files import change, hook_command, is_relaybay_hook, json_text, read
-from install.management.commands.claude_config import COMMAND_TIMEOUT, hook_python, local_mcp_server
+from install.connectors.config_files import (
+    forget_hook_configs,
+    hook_command,
+    hook_config,
+    is_forwarder,
+    is_relaybay_hook,
+    json_text,
+    mcp_server,
+)
+from install.connectors.edits import Edit, apply, forget_token, read_text
+from install.management.commands.claude_config import COMMAND_TIMEOUT
 
 SERVER = "relaybay"
 NEVER_WOKEN = "{cli} has no hook that waits while a session is idle: what is sent to an idle session arrives at its next prompt."
@@ -30,12 +41,12 @@ def settings_path(target, engine):
 
 
 def is_ours(server, engine):
-    return isinstance(server, dict) and server.get("description") == mark(engine)
+    return isinstance(server, dict) and (server.get("description") == mark(engine) or is_forwarder(server))
 
 
-def relaybay_settings(engine, config, target=None, command=None):
-    """settings.json's object with relaybay's hooks and MCP server taken out and, given
-    `target` and `command`, added again; everything else as it was."""
+def relaybay_settings(engine, config, hook_config=None, command=None):
+    """settings.json's object with relaybay's hooks and MCP server taken out and, given the
+    hook client's configuration file and `command`, added again; everything else as it was."""
     declared = engine.settings
     config = dict(config)
     hooks = dict(config.get("hooks") or {})
@@ -63,14 +74,7 @@ def relaybay_settings(engine, config, target=None, command=None):
         for event in declared.events:
             group = {"matcher": "*", "hooks": [handler]} if event in declared.matched else {"hooks": [handler]}
             hooks[event] = [*(hooks.get(event) if isinstance(hooks.get(event), list) else []), group]
-        local = local_mcp_server(url=target.url, token=target.token, python=hook_python())
-        servers[SERVER] = {
-            "command": local["command"],
-            "args": local["args"],
-            "env": local["env"],
-            **declared.server_entry,
-            "description": mark(engine),
-        }
+        servers[SERVER] = {**mcp_server(hook_config), **declared.server_entry, "description": mark(engine)}
     for key, value in (("hooks", hooks), (declared.servers_key, servers)):
         if value:
             config[key] = value
@@ -80,7 +84,7 @@ def relaybay_settings(engine, config, target=None, command=None):
 
 
 def read_settings(path, engine):
-    text = read(path)
+    text = read_text(path)
     if text is None:
         return None, {}
     try:
@@ -107,14 +111,25 @@ def connect(target, engine):
             f'{path} has an MCP server named "{SERVER}" that relaybay did not write: take it out (or rename it), '
             "then run this again. Nothing was changed."
         )
-    wanted = relaybay_settings(engine, config, target, hook_command(target, engine.name))
+    conf = hook_config(target, engine.name, path.parent)
+    wanted = relaybay_settings(engine, config, conf, hook_command(conf, engine.name))
     after = text if text is not None and wanted == config else json_text(path, wanted)
-    change(target, path, text, after, f"relaybay's hooks for {', '.join(engine.settings.events)} and its MCP server, forwarding to {target.url}/mcp")
+    clean = relaybay_settings(engine, config)
+    edit = Edit(
+        path, text, after,
+        f"relaybay's hooks for {', '.join(engine.settings.events)} and its MCP server, the forwarder to {target.url}/mcp",
+        clean=None if text is None else (text if clean == config else json_text(path, clean)),
+    )
+    if not apply(target, [edit]):
+        target.say(f"  {path}: nothing to change (relaybay's hooks and MCP server as wanted already)")
+    forget_hook_configs(target, engine.name, path.parent, keep=conf)
+    forget_token(target, [path])
     verb = "Would connect" if target.dry_run else "Connected"
     target.say(
         f"{verb} {engine.label} for every session: its hooks and MCP server reach relaybay at {target.url} "
-        f"({path}; the token is in it, readable by you only). Start it in any folder: the session is on "
-        "the board from its first hook." + (f" {NEVER_WOKEN.format(cli=engine.label)}" if engine.wake == Wake.NEVER else "")
+        f"({path}; the token is in {conf}, readable by you only, not in {engine.label}'s settings). Start it in any "
+        "folder: the session is on the board from its first hook."
+        + (f" {NEVER_WOKEN.format(cli=engine.label)}" if engine.wake == Wake.NEVER else "")
     )
     if not target.dry_run:
         target.say(f"Undo: .venv/bin/python manage.py disconnect {engine.connect_name}")
@@ -125,6 +140,10 @@ def disconnect(target, engine):
     text, config = read_settings(path, engine)
     if text is not None:
         kept = relaybay_settings(engine, config)
-        change(target, path, text, text if kept == config else json_text(path, kept), "relaybay's hooks and MCP server taken out")
+        edit = Edit(path, text, text if kept == config else json_text(path, kept), "relaybay's hooks and MCP server taken out")
+        if not apply(target, [edit]):
+            target.say(f"  {path}: nothing to change (none of relaybay's hooks or MCP server there)")
+    forget_hook_configs(target, engine.name, path.parent)
+    forget_token(target, [path])
     verb = "Would disconnect" if target.dry_run else "Disconnected"
     target.say(f"{verb} {engine.label}: relaybay's hooks and MCP server are gone from {path}; everything else is as it was.")

@@ -168,6 +168,10 @@ def test_disconnect_leaves_codex_as_it_was_and_its_sessions_unconnected(relaybay
     manage_as(relaybay, cli.home, "connect", "codex", codex_home=cli.codex_home)
     manage_as(relaybay, cli.home, "disconnect", "codex", codex_home=cli.codex_home)
     assert config.read_text() == before and not (cli.codex_home / "hooks.json").exists()
+    # No file under HOME holds the token, nor relaybay's own configuration files.
+    assert not [p for p in cli.home.rglob("*") if p.is_file() and relaybay.token.encode() in p.read_bytes()]
+    confs = (relaybay.process.relaybay_data / "hook-config").glob("*.conf")
+    assert not [conf for conf in confs if f"RELAYBAY_CONNECTED=codex {cli.codex_home}" in conf.read_text()]
     # Codex runs as before: the person's provider still answers, and relaybay hears nothing.
     model.add_steps(text("on my own"))
     done = cli.exec("hello", cwd=folder)

@@ -7,6 +7,7 @@ the mail. No message text is on the command line of any process meanwhile."""
 
 import os
 import threading
+import tomllib
 import uuid
 
 import pytest
@@ -113,3 +114,13 @@ def test_an_idle_codex_session_is_woken_with_a_fixed_prompt_and_gets_its_comment
     queued = [line.split(b"\0") for line in command_lines.read_bytes().split(b"\n") if b"queue" in line]
     assert len(queued) == 3 and all(NUDGE.encode() in args for args in queued), queued
     assert scanned.seen and scanned.found == []
+    # Codex wrote its trust in the hooks into config.toml: disconnect takes out relaybay's parts
+    # and keeps that, and no file under HOME holds the token.
+    config = codex.codex_home / "config.toml"
+    trusted = tomllib.loads(config.read_text())
+    manage_as(relaybay, codex.home, "disconnect", "codex", codex_home=codex.codex_home)
+    del trusted["mcp_servers"]["relaybay"]
+    if not trusted["mcp_servers"]:
+        del trusted["mcp_servers"]
+    assert tomllib.loads(config.read_text()) == trusted
+    assert not [p for p in codex.home.rglob("*") if p.is_file() and relaybay.token.encode() in p.read_bytes()]

@@ -145,6 +145,10 @@ def test_disconnect_leaves_gemini_as_it_was_and_its_sessions_unconnected(relayba
     assert json.loads(path.read_text())["mcpServers"]["relaybay"]["trust"] is True
     manage_as(relaybay, cli.home, "disconnect", "gemini")
     assert path.read_text() == before
+    # No file under HOME holds the token, nor relaybay's own configuration files.
+    assert not [p for p in cli.home.rglob("*") if p.is_file() and relaybay.token.encode() in p.read_bytes()]
+    confs = (relaybay.process.relaybay_data / "hook-config").glob("*.conf")
+    assert not [conf for conf in confs if f"RELAYBAY_CONNECTED=gemini {path.parent}" in conf.read_text()]
     model.add_steps(text("on my own"))
     cli.run("hello", cwd=folder)
     assert links_of(relaybay, folder) == []

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from core.private_files import write_private
+from install.inputs import check_url
 from sessions_app.hooks.claude_native import SEND_TOOL
 from relaybay_hook.approval import DEFAULT_APPROVAL_SECONDS, MARGIN as APPROVAL_MARGIN
 from relaybay_hook.wait import DEFAULT_WAIT
@@ -72,7 +73,10 @@ def hook_config_file(values):
     path, text = hook_config_path(values)
     path.parent.mkdir(mode=0o700, exist_ok=True)
     if not path.exists() or path.read_text() != text:
-        write_private(path, text)
+        # Renamed into place whole: a hook reading it meanwhile sees all of it or none.
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        write_private(tmp, text)
+        os.replace(tmp, path)
     return path
 
 
@@ -260,7 +264,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        url = (options["url"] or settings.RELAYBAY_URL).rstrip("/")
+        url = check_url((options["url"] or settings.RELAYBAY_URL).rstrip("/"))
         token = settings.RELAYBAY_TOKEN
         python = hook_python()
         mcp = mcp_config(url=url, token=token, stdio=not options["mcp_http"], python=python)
@@ -273,6 +277,8 @@ class Command(BaseCommand):
         else:
             if options["session"] is not None and ("\n" in options["session"] or not options["session"].strip()):
                 raise CommandError("--session takes one line: the session's title.")
+            if options["spool"] is not None and any(ord(ch) < 32 for ch in options["spool"]):
+                raise CommandError("--spool takes one line: a path without line breaks or control characters.")
             spool = str(Path(options["spool"]).expanduser().resolve()) if options["spool"] else None
             config = hook_settings(
                 url=url,

@@ -1,12 +1,12 @@
 import json
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from install.connectors import ConnectError, Target, engine, names
+from install.inputs import check_url
+from relaybay_hook.conn import NotRelaybay, Unreachable, http_request
 
 # Long enough for a relaybay busy migrating or under load; a person waits on it.
 REACH_TIMEOUT = 10
@@ -14,24 +14,31 @@ REACH_TIMEOUT = 10
 
 def reach_relaybay(url, token):
     """Make sure relaybay answers at `url` and takes the agents' token, before anything is
-    written: a CLI connected to an address where nothing answers spools every event."""
-    request = urllib.request.Request(f"{url}/api/message_limits", headers={"Authorization": f"Bearer {token}"})
+    written: a CLI connected to an address where nothing answers spools every event. The hook
+    client's own exchange: nothing is sent to a listener of another account (relaybay_hook/peer.py)."""
     try:
-        with urllib.request.urlopen(request, timeout=REACH_TIMEOUT) as answer:
-            json.load(answer)
-    except urllib.error.HTTPError as error:
-        if error.code in (401, 403):
-            raise CommandError(
-                f"relaybay at {url} refuses the agents' token of this checkout ({settings.DATA_DIR / 'token'} or "
-                "RELAYBAY_TOKEN): is it another relaybay? Pass its address with --url, or run this in its checkout."
-            ) from None
-        raise CommandError(f"relaybay at {url} answered {error.code}: is relaybay running there? Start it with `make run`.") from None
-    except (OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
+        status, body = http_request("GET", "/api/message_limits", None, (), REACH_TIMEOUT, url=url, token=token)
+    except NotRelaybay as refusal:
         raise CommandError(
-            f"relaybay is not answering at {url} ({reason}). Start it with `make run` (it records its address in "
+            f"relaybay is not what answers at {url}: {refusal}. Nothing was sent to it, and nothing was changed. "
+            "Start relaybay (`make run`), or pass the address it serves at with --url."
+        ) from None
+    except Unreachable as error:
+        raise CommandError(
+            f"relaybay is not answering at {url} ({error}). Start it with `make run` (it records its address in "
             f"{settings.RELAYBAY_ADDRESS_FILE}), or pass the address it serves at with --url. Nothing was changed."
         ) from None
+    if status in (401, 403):
+        raise CommandError(
+            f"relaybay at {url} refuses the agents' token of this checkout ({settings.DATA_DIR / 'token'} or "
+            "RELAYBAY_TOKEN): is it another relaybay? Pass its address with --url, or run this in its checkout."
+        )
+    if status != 200:
+        raise CommandError(f"relaybay at {url} answered {status}: is relaybay running there? Start it with `make run`.")
+    try:
+        json.loads(body or b"")
+    except ValueError:
+        raise CommandError(f"what answers at {url} is not relaybay (its answer is not JSON). Pass relaybay's address with --url.") from None
 
 
 class ConnectCommand(BaseCommand):
@@ -47,7 +54,7 @@ class ConnectCommand(BaseCommand):
 
     def target(self, options):
         return Target(
-            url=(options["url"] or settings.RELAYBAY_URL).rstrip("/"),
+            url=check_url((options["url"] or settings.RELAYBAY_URL).rstrip("/")),
             token=settings.RELAYBAY_TOKEN,
             home=Path.home(),
             cli=options["cli"],
