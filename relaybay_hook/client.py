@@ -84,11 +84,45 @@ def _spool_state(path):
     return SPOOL_PENDING if st.st_size > 0 else NO_SPOOL
 
 
-def _told(notices):
-    """The client's notices go to stderr as well as into the answer (systemMessage)."""
+NOTICE_MAX = 2000  # characters of notices one call takes to relaybay
+
+
+def _told(notices, spool_path):
+    """The client's notices go to stderr as well as into the answer (systemMessage), and to
+    the board: kept in <spool>.notices until a call relaybay answers carries them
+    (X-Relaybay-Notice), this call's own post or the next."""
     for notice in notices:
         err(notice)
+    if notices:
+        try:
+            from relaybay_hook import private
+            private.append(spool_path + '.notices', ''.join(' '.join(n.split()) + '\n' for n in notices).encode('utf-8'))
+        except Exception as exc:
+            err('could not keep the notice for the board: %s' % exc)
     return notices
+
+
+def _notice_headers(spool_path):
+    """The notices kept for the board, as a header (one open on the hot path when there are none)."""
+    try:
+        fd = env.open_nofollow(spool_path + '.notices')
+    except OSError:
+        return ()
+    try:
+        data = env.read_fd(fd, 4 * NOTICE_MAX)
+    finally:
+        env.close_fd(fd)
+    text = ' | '.join(line for line in data.decode('utf-8', 'replace').splitlines() if line.strip())
+    text = text.encode('ascii', 'backslashreplace').decode('ascii')[:NOTICE_MAX]
+    return ('X-Relaybay-Notice: ' + env.clean(text),) if text else ()
+
+
+def _notices_delivered(spool_path, sent):
+    if sent:
+        try:
+            env.unlink(spool_path + '.notices')
+        except OSError:
+            pass
 
 
 def _spool_trouble(path):
@@ -228,23 +262,25 @@ def event_mode(engine=None):
     notices = []
     spool_state = _spool_state(spool_path)
     if spool_state == SPOOL_TROUBLE:
-        notices += _told(_spool_trouble(spool_path))
+        notices += _told(_spool_trouble(spool_path), spool_path)
     # What this process printed before and relaybay has not taken yet goes with this call.
     printed_file = printed.file_for(spool_path, payload)
     entries = printed.load(printed_file)
     answer_headers = {}
+    for_board = _notice_headers(spool_path)
     # The call's own event goes first, whatever the spool holds.
     try:
         status, body = http_request(
-            'POST', HOOKS_PATH, payload, hook_headers() + printed.report_headers(entries), timeout, answer_headers=answer_headers)
+            'POST', HOOKS_PATH, payload, hook_headers() + printed.report_headers(entries) + for_board, timeout,
+            answer_headers=answer_headers)
     except NotRelaybay as exc:
         err(str(exc))
-        notices += _told(_impostor_notice(spool_path, str(exc)))
-        return _answer(None, notices + _told(_keep(spool_path, payload)))
+        notices += _told(_impostor_notice(spool_path, str(exc)), spool_path)
+        return _answer(None, notices + _told(_keep(spool_path, payload), spool_path))
     except Unreachable:
         status, body = None, None
     if status is None or unavailable(status):
-        notices += _told(_keep(spool_path, payload))
+        notices += _told(_keep(spool_path, payload), spool_path)
         if _is_session_start(payload):
             notices.append(
                 'relaybay is not reachable at %s: this session\'s events are kept in %s and sent when '
@@ -252,8 +288,9 @@ def event_mode(engine=None):
         return _answer(None, notices)
     if 200 <= status < 300:
         _forget_impostor(spool_path)
+        _notices_delivered(spool_path, for_board)
         if spool_state == SPOOL_PENDING:
-            notices += _told(_replay(spool_path, timeout))
+            notices += _told(_replay(spool_path, timeout), spool_path)
         if body is None:
             err('%d answer cut short' % status)
             body = None

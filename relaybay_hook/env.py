@@ -22,6 +22,19 @@ except ImportError:  # pragma: no cover - non-POSIX platforms
 
     stat, lstat, getuid, unlink = _px.stat, _px.lstat, _px.getuid, _px.unlink
 
+
+def open_nofollow(path):
+    """A read-only fd of one of the client's own files: not through a symbolic link."""
+    return _px.open(path, _px.O_RDONLY | getattr(_px, 'O_NOFOLLOW', 0))
+
+
+def read_fd(fd, limit):
+    return _px.read(fd, limit)
+
+
+def close_fd(fd):
+    _px.close(fd)
+
 DEFAULT_URL = 'http://127.0.0.1:8000'
 DEFAULT_SPOOL = '~/.relaybay/spool.jsonl'
 SPOOL_MAX_BYTES = 16 * 1024 * 1024  # a spool past this is moved aside whole (spool.py)

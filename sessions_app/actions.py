@@ -503,6 +503,22 @@ def do_note_unheard_session(*, engine, hook_session, now=None):
     return True
 
 
+NOTICE_MAX = 2000  # characters of a hook client's notice kept
+
+
+def do_note_client_notice(*, hook_session, text):
+    """What a session's hook client told the person about itself (a spool moved aside, events
+    set aside, another account's listener on relaybay's address: docs/hook-client.md), on the
+    board too: an event of the session."""
+    text = clean_text(text)[:NOTICE_MAX].strip()
+    if not text:
+        return
+    link = directory.link_of(hook_session)
+    with transaction.atomic():
+        record_event("hook.client_notice", session_id=link.session_id if link else None, hook_session=hook_session, data={"notice": text})
+        ping("events")
+
+
 def do_count_refused_hooks(*, count, now=None):
     """Add `count` hook calls refused for their token to the current streak (a new one after
     directory.REFUSED_HOOKS_RECENT without a refusal)."""

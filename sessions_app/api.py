@@ -32,6 +32,7 @@ logger = logging.getLogger("relaybay")
 # items an answer carries and which reports relaybay has taken.
 CONFIRMING_HEADER = "X-Relaybay-Confirming"
 PRINTED_HEADER = "X-Relaybay-Printed"
+NOTICE_HEADER = "X-Relaybay-Notice"
 ITEMS_HEADER = "X-Relaybay-Items"
 CONFIRMED_HEADER = "X-Relaybay-Confirmed"
 
@@ -95,7 +96,9 @@ def _spooled_at(request):
     "relaybay's http MCP server then knows this hook session speaks for calls with the same proof. "
     "`X-Relaybay-Confirming: 1` says the client confirms what it prints: the items an answer carries (named in "
     "the answer's `X-Relaybay-Items`) stay offered until a later call reports them in `X-Relaybay-Printed` "
-    "(`C-12 M-40`); the answer's `X-Relaybay-Confirmed` names the reports taken.",
+    "(`C-12 M-40`); the answer's `X-Relaybay-Confirmed` names the reports taken. `X-Relaybay-Notice` carries what the "
+    "hook client told the person about itself (its spool set aside, another account on relaybay's address): recorded "
+    "as the session's `hook.client_notice` event.",
 )
 def post_hook(request, response: HttpResponse):
     payload = inputs.read_json_body(request, what="The hook payload")
@@ -111,6 +114,10 @@ def post_hook(request, response: HttpResponse):
         confirming=not replay and request.headers.get(CONFIRMING_HEADER) == "1",
     )
     _name_items(response, getattr(answer, "carried", ()))
+    notice = request.headers.get(NOTICE_HEADER)
+    hook_session = payload.get("session_id") if isinstance(payload, dict) else None
+    if notice and not replay and isinstance(hook_session, str) and inputs.is_identifier_text(hook_session):
+        actions.do_note_client_notice(hook_session=hook_session, text=notice)
     return answer
 
 

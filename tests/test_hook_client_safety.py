@@ -60,17 +60,20 @@ def test_a_spool_line_with_infinite_attempts_is_set_aside_and_every_event_goes_t
     s = stub()
     first = run_hook(s.url, spool, event(2))
     assert [q['body'] for q in s.requests] == [event(2), event(1)]
-    assert told(first) == ('relaybay set aside 1 event kept while it was unreachable (unreadable: attempts is '
-                           'Infinity); it is in %s.rejected' % spool)
+    notice = ('relaybay set aside 1 event kept while it was unreachable (unreadable: attempts is '
+              'Infinity); it is in %s.rejected' % spool)
+    assert told(first) == notice
     assert b'attempts is Infinity' in first.stderr
     [aside] = rejected(spool)
     assert aside['line'] == '{"payload": "{}", "attempts": Infinity}\n'
     assert spool_entries(spool) == []
-    # said once: the next events go through with nothing more to say
+    # said once: the next events go through with nothing more to say; the next post takes the
+    # notice to the board
     for n in (3, 4):
         later = run_hook(s.url, spool, event(n))
         assert (later.stdout, later.stderr) == (b'{}', b'')
     assert [q['body'] for q in s.requests][2:] == [event(3), event(4)]
+    assert [q['headers'].get('x-relaybay-notice') for q in s.requests] == [None, None, notice, None]
 
 
 @pytest.mark.parametrize('kind', ['directory', 'symlink', 'too big'])
@@ -92,6 +95,7 @@ def test_a_spool_the_client_cannot_use_is_moved_aside_and_the_live_event_goes_th
     [aside] = asides(spool)
     why = {'directory': 'is a directory', 'symlink': 'is a symbolic link', 'too big': 'holds 200 MB, past its bound of 16 MB'}[kind]
     assert told(r) == "relaybay's spool %s %s: it was moved aside to %s, and events are kept in a new one." % (spool, why, aside)
+    assert s.requests[0]['headers']['x-relaybay-notice'] == told(r)  # the board hears of it with this very post
     assert why.encode() in r.stderr
     if kind == 'directory':
         assert (aside / 'inside').read_text() == 'kept'
