@@ -156,9 +156,10 @@ def test_hook_events_of_message_tool_calls_never_store_the_text(rb, pair, event,
     rb.hook(event, "hook-a", tool_name=tool_name, tool_use_id="toolu_1", **fields)
     [recorded] = new_events(since, f"hook.{event}")
     assert recorded.data["tool_name"] == tool_name
+    # A permission request's input is kept only while it waits (approvals/), so its event drops it.
     for key in ("tool_input", "tool_response", "error"):
         if key in fields:
-            assert recorded.data[key] == "[not stored: message text]"
+            assert recorded.data.get(key, "[not stored: message text]") == "[not stored: message text]"
     assert_no_text_in_events()
 
 
