@@ -67,16 +67,27 @@ def _opened(feed, link, dialect, kind, tool, summary, now):
     return request, feed + more
 
 
+# What of a Gemini CLI ToolPermission notice's `details` says what the tool would do (0.61.0's
+# toSerializableDetails): its command, else its file. Its edits' `fileDiff`, `originalContent`
+# and `newContent` are file content, never read.
+NOTICE_SAYS = ("command", "filePath", "serverName", "prompt", "urls")
+
+
+def _notice_parts(payload, said):
+    """(tool, summary) of a CLI's notice that a tool waits for the person's permission."""
+    details = payload.get("details") if isinstance(payload.get("details"), dict) else {}
+    tool = str(details.get("title") or details.get("type") or "")[:200]
+    shown = next((details[key] for key in NOTICE_SAYS if isinstance(details.get(key), (str, list)) and details[key]), said)
+    return tool, answers.summary_of(" ".join(map(str, shown)) if isinstance(shown, list) else shown)
+
+
 def _notified(link, dialect, payload, now):
     kind_of = payload.get("notification_type")
     said = payload.get("message") if isinstance(payload.get("message"), str) else ""
     if dialect.engine.permission_notice:
         if kind_of != dialect.engine.permission_notice:
             return []
-        details = payload.get("details") if isinstance(payload.get("details"), dict) else {}
-        tool = details.get("title") or details.get("type") or ""
-        summary = answers.summary_of(details) or said
-        return _opened([], link, dialect, Kind.PERMISSION, str(tool)[:200], summary, now)[1]
+        return _opened([], link, dialect, Kind.PERMISSION, *_notice_parts(payload, said), now)[1]
     if kind_of == IDLE_PROMPT:
         if Request.objects.waiting(now).filter(hook_session=link.hook_session).exists():
             return []

@@ -216,3 +216,21 @@ def test_a_session_woken_by_relaybay_says_for_what_instead_of_the_wake_up_notice
     assert "woken by relaybay for M-" in now and " from api" in now
     assert "task-notification" not in now and "[not stored" not in now
     assert "woken by relaybay for M-" in owner_client.get("/").content.decode()
+
+
+def test_gemini_clis_tool_permission_notice_needs_you_in_the_terminal_and_keeps_no_file_content(hook, client):
+    gemini = {"relaybay_engine": "gemini", "timestamp": "2026-01-01T10:00:00.000Z"}
+    hook("SessionStart", "g-1", source="startup", relaybay_session="gem", **gemini)
+    hook("BeforeAgent", "g-1", prompt="edit it", **gemini)
+    # As Gemini CLI 0.61.0 sends it for an edit waiting for the person (its toSerializableDetails).
+    details = {"type": "edit", "title": "WriteFile", "fileName": "app.py", "filePath": "/work/gem/app.py",
+               "fileDiff": "+secret-content-9191", "originalContent": "old-content-9191", "newContent": "secret-content-9191"}  # fmt: skip
+    hook("Notification", "g-1", notification_type="ToolPermission", message="Tool WriteFile requires editing", details=details, **gemini)
+    [request] = owner(client, "GET", "/approvals").json()["pending"]
+    assert (request["engine"], request["tool"], request["summary"], request["answerable"]) == ("gemini", "WriteFile", "/work/gem/app.py", False)
+    refused = owner(client, "POST", f"/approvals/{request['id']}", {"decision": "allow"})
+    assert refused.status_code == 409 and "only in its terminal" in refused.json()["detail"]
+    assert "9191" not in json.dumps(list(Event.objects.values("data")))
+    # Gemini runs the tool once the person allowed it in the terminal: its AfterTool settles it.
+    hook("AfterTool", "g-1", tool_name="write_file", tool_input={"file_path": "/work/gem/app.py"}, **gemini)
+    assert Request.objects.get().state == "answered_elsewhere"
