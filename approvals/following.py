@@ -67,9 +67,9 @@ def _opened(feed, link, dialect, kind, tool, summary, now):
     return request, feed + more
 
 
-# What of a Gemini CLI ToolPermission notice's `details` says what the tool would do (0.61.0's
-# toSerializableDetails): its command, else its file. Its edits' `fileDiff`, `originalContent`
-# and `newContent` are file content, never read.
+# What of a CLI's notice that a tool waits for permission (engines: `permission_notice`) says
+# what the tool would do: its `details`' command, else its file. An edit's `fileDiff`,
+# `originalContent` and `newContent` there are file content, never read.
 NOTICE_SAYS = ("command", "filePath", "serverName", "prompt", "urls")
 
 

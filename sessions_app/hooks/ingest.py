@@ -30,7 +30,7 @@ NOT_STORED = {
 }  # fmt: skip
 # A permission request's detail (the command, the path) is shown only while it waits
 # (docs/rules.md §8): its event keeps the tool's name.
-# A Notification's `details` (Gemini CLI's ToolPermission) holds an edit's file content.
+# A Notification's `details` (a CLI's notice that a tool waits for permission) may hold an edit's file content.
 NOT_STORED_OF_EVENT = {"PermissionRequest": {"tool_input", "permission_suggestions"}, "Notification": {"details"}}
 FOREIGN_PROCESS = (
     "relaybay: this hook names a Claude Code session that another running process proves; "
