@@ -52,6 +52,9 @@ def hold(payload, with_field, timeout):
     """Post the PermissionRequest and wait for its answer; returns the exit code."""
     waits = holds()
     payload = with_field(payload, b'relaybay_waits', b'true' if waits else b'false')
+    if not waits:
+        # Nothing waits on the owner: the CLI denies it at once, as without relaybay.
+        payload = with_field(payload, b'relaybay_hold', b'false')
     payload = with_field(payload, b'relaybay_attended', b'true' if attended() else b'false')
     try:
         status, body = http_request('POST', HOOKS_PATH, payload, hook_headers(), timeout)

@@ -16,7 +16,7 @@ import pytest
 from tests.e2e.board_server import OWNER, log_in
 from tests.e2e.claude_cli import claude_args, claude_env, parse_result, start_interactive
 from tests.e2e.model_server import ModelServer, text, tool
-from tests.e2e.relaybay_cli import write_settings
+from tests.e2e.relaybay_cli import query, write_settings
 from tests.e2e.test_claude_comments import wait_until
 from tests.live_server import LiveRelaybay, restart_relaybay, start_relaybay, stop_relaybay
 
@@ -71,11 +71,11 @@ def settled(live, pk):
     return next((r for r in body["recent"] if r["id"] == pk), None)
 
 
-def headless(live, model, project, home, settings, prompt="make the file"):
+def headless(live, model, project, home, settings, prompt="make the file", extra_env=None):
     """`claude -p` with relaybay's config and Bash not allowed: Popen, for the test to act while it waits."""
     args = claude_args(prompt, settings_file=settings, allowed_tools=None)
     return subprocess.Popen(
-        args, cwd=project, env=claude_env(model.url, home, cwd=project), stdin=subprocess.DEVNULL,
+        args, cwd=project, env=claude_env(model.url, home, extra_env, cwd=project), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -126,6 +126,21 @@ def test_a_headless_worker_nobody_answers_is_denied_with_relaybays_reason(hasty,
     assert not made.exists()
     [result] = tool_results(model)
     assert result.get("is_error") and "nobody answered this permission request" in json.dumps(result)
+
+
+def test_a_headless_worker_started_with_approvals_off_is_denied_at_once_as_without_relaybay(relaybay, model, project, home, tmp_path):
+    settings = write_settings(relaybay, tmp_path / "settings.json")
+    made = project / "not-asked.txt"
+    model.add_steps(tool("Bash", {"command": f"touch {made}"}), text("denied at once"))
+    started = time.monotonic()
+    run = headless(relaybay, model, project, home, settings, extra_env={"RELAYBAY_APPROVAL_UNATTENDED": "0"})
+    done = finished(run)
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 60 and not made.exists()
+    [result] = tool_results(model)
+    assert result.get("is_error") and "nobody answered" not in json.dumps(result)
+    # Nothing was put before the owner.
+    assert query(relaybay, "select count(*) from approvals_request where hook_session = ?", parse_result(done)["session_id"]) == [(0,)]
 
 
 @pytest.fixture
