@@ -34,6 +34,7 @@ what the figures mean.
 
 import argparse
 import asyncio
+import concurrent.futures
 import io
 import json
 import shutil
@@ -189,11 +190,15 @@ def waiters_load(relaybays, count, seconds=30):
     """CPU seconds of each server process over `seconds` with `count` idle waiters waiting."""
     names = [f"idle-{i}" for i in range(count)]
     token = relaybays.token
-    for i, name in enumerate(names):
-        url = relaybays.urls[i % 2]
+
+    def idle_session(i):
+        name = names[i]
         for event, fields in (("SessionStart", {"source": "startup", "relaybay_session": name}), ("UserPromptSubmit", {"prompt": "work"}), ("Stop", {"stop_hook_active": False})):
             payload = {"hook_event_name": event, "session_id": f"hook-{name}", "cwd": f"/work/{name}", **fields}
-            assert post_json(url, token, "/hooks", payload)[0] == 200
+            assert post_json(relaybays.urls[i % 2], token, "/hooks", payload, timeout=60)[0] == 200
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(idle_session, range(count)))
     stop = threading.Event()
     loops = []
     for k, url in enumerate(relaybays.urls):
@@ -237,7 +242,9 @@ def run_code(label, root, rounds, pause, workdir, stall=10, stall_rounds=3, wait
     woken = {False: 0, True: 0}
     stalls, load = [], None
     try:
-        relaybays.start()
+        for i, server in enumerate(relaybays.servers):
+            server.start(migrate=i == 0, ready_timeout=300)  # however long a loaded machine takes
+        relaybays.urls = [server.url for server in relaybays.servers]
         first = relaybays.urls[0]
         for hook_session, name in (("hook-alpha", "alpha"), ("hook-beta", "beta")):
             payload = {"hook_event_name": "SessionStart", "session_id": hook_session, "cwd": f"/work/{name}", "source": "startup", "relaybay_session": name}
@@ -285,6 +292,9 @@ def main():
             folder = workdir / f"run-{i}"
             folder.mkdir()
             results[label] = run_code(label, root, args.rounds, args.pause, folder, args.stall, args.stall_rounds, args.waiters)
+            stalls = ", ".join("not woken" if s is None else f"{s:.1f} s" for s in results[label]["stalls"])
+            load = results[label]["load"]
+            print(f"    stall wake-ups after the pause: {stalls}; idle waiters' CPU: {load and load['cpu_seconds']}", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(f"\nRedis paused {args.pause:g} s as each operation of every other round starts; two daphne on PostgreSQL; "
