@@ -8,7 +8,9 @@ Servers, on loopback:
   relaybay http    daphne on bench.empty_asgi (relaybay as `make run` serves it, embedded SQLite),
                    /mcp as shipped; /bench/mcp is an MCP server with one empty tool served the
                    same way: the framework's floor for a call
-  relaybay stdio   `python -m mcp_server.stdio` (what `claude_config --mcp-stdio` starts), a
+  relaybay-mcp     `python3 -S bin/relaybay-mcp`, what `connect` and `claude_config` install: the
+                   local forwarder a session starts, passing its MCP messages to /mcp
+  relaybay stdio   `python -m mcp_server.stdio` (`manage.py mcp`), the SDK's stdio server, a
                    client of the same relaybay's JSON API
   old stdio        with --old REV: `manage.py mcp` of that commit (a git worktree of it), beside
                    this checkout's stdio server
@@ -69,6 +71,7 @@ from relaybay_hook.proof import PROCESS_HEADER, process_proof  # noqa: E402
 from tests.devserver import free_port  # noqa: E402
 
 SENDERS = 20
+FORWARDER = "relaybay-mcp"
 SESSIONS_LIST = "sessions_list (all)"
 ROWS_ANSWER = "empty tool, list's size"
 BROADCAST_TO = 3
@@ -435,6 +438,7 @@ def http_cases(http):
 async def measure(args, relaybay, agentmail, old_dir, beside=None):
     http = RelaybayHTTP(relaybay)
     other = RelaybayHTTP(beside, f"http {args.beside}") if beside else None
+    forwarder = RelaybayStdio(relaybay, FORWARDER, "python3", ["-S", str(REPO_ROOT / "bin" / "relaybay-mcp")], tempfile.gettempdir(), {"HOME": tempfile.mkdtemp(prefix="relaybay-bench-home-")})
     new_stdio = RelaybayStdio(relaybay, "relaybay stdio", sys.executable, ["-m", "mcp_server.stdio"], tempfile.gettempdir(), {"PYTHONPATH": str(REPO_ROOT)})
     data = Path(tempfile.mkdtemp(prefix="relaybay-bench-old-stdio-"))
     old_stdio = None
@@ -442,7 +446,7 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
         old_stdio = RelaybayStdio(relaybay, "old stdio", sys.executable, [str(old_dir / "manage.py"), "mcp"], old_dir, {"RELAYBAY_DATA": str(data)})
     samples = {}
     async with contextlib.AsyncExitStack() as stack:
-        for server in (http, other) if args.http_only else (http, new_stdio, old_stdio, agentmail, other):
+        for server in (http, other) if args.http_only else (http, forwarder, new_stdio, old_stdio, agentmail, other):
             if server is not None:
                 await stack.enter_async_context(server)
         cases = {**http_cases(http), **(http_cases(other) if other else {})}
@@ -450,6 +454,8 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
         cases[(ROWS_ANSWER, http.label)] = http.rows_answer
         if not args.http_only:
             cases |= {
+                ("message_send", forwarder.label): forwarder.send,
+                ("messages_list (20)", forwarder.label): forwarder.list,
                 ("message_send", new_stdio.label): new_stdio.send,
                 ("message_send", agentmail.label): agentmail.send,
                 ("messages_list (20)", new_stdio.label): new_stdio.list,
@@ -460,6 +466,7 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
                 cases |= {("message_send", old_stdio.label): old_stdio.send, ("messages_list (20)", old_stdio.label): old_stdio.list}
         connects = {} if args.http_only else {
             http.label: lambda: timed_connect(http, "messages_list", {"session": relaybay.recipient, "limit": 1}),
+            forwarder.label: lambda: timed_connect(forwarder, "messages_list", {"session": relaybay.recipient, "limit": 1}),
             new_stdio.label: lambda: timed_connect(new_stdio, "messages_list", {"session": relaybay.recipient, "limit": 1}),
             agentmail.label: lambda: timed_connect(agentmail, "health_check", {}),
         }
@@ -495,6 +502,7 @@ async def measure(args, relaybay, agentmail, old_dir, beside=None):
                 relaybay.server.pids[0], http.connect, lambda s: s.call_tool("messages_list", {"session": relaybay.recipient, "limit": 1})
             ),
             agentmail.label: await added_rss_per_session(agentmail.process.pid, agentmail.connect, lambda s: s.call_tool("health_check", {})),
+            forwarder.label: sum(rss_kib(pid) for pid in children_matching("bin/relaybay-mcp")),
             new_stdio.label: sum(rss_kib(pid) for pid in children_matching("mcp_server.stdio")),
         }
         if old_stdio and not args.http_only:
@@ -525,6 +533,10 @@ def print_report(samples, memory, rows_listed, beside_label=None, http_only=Fals
     floor = med[("empty tool", http)]
     print("\nratios (medians):")
     for op in ("message_send", "messages_list (20)"):
+        print(
+            f"  {op} through what connect installs: Agent Mail ÷ relaybay-mcp = {ratio(med[(op, am)], med[(op, FORWARDER)]):.1f}×; "
+            f"relaybay-mcp ÷ relaybay http = {ratio(med[(op, FORWARDER)], med[(op, http)]):.2f}×"
+        )
         against_old = f"relaybay stdio ÷ old stdio = {ratio(med[(op, stdio)], med[(op, old)]):.2f}×; " if (op, old) in med else ""
         print(
             f"  {op}: Agent Mail ÷ relaybay http = {ratio(med[(op, am)], med[(op, http)]):.1f}×; "
@@ -542,12 +554,12 @@ def print_report(samples, memory, rows_listed, beside_label=None, http_only=Fals
     connect = "connect to first answer"
     print(
         f"  connect: relaybay http {fmt_ms(med[(connect, http)])}, Agent Mail {fmt_ms(med[(connect, am)])}, "
-        f"relaybay stdio {fmt_ms(med[(connect, stdio)])}"
+        f"relaybay-mcp {fmt_ms(med[(connect, FORWARDER)])}, relaybay stdio {fmt_ms(med[(connect, stdio)])}"
         + (f", old stdio {fmt_ms(med[(connect, old)])}" if (connect, old) in med else "")
     )
     print("\nresident memory per connected session:")
     for label, kib in memory.items():
-        kind = "a process per session" if "stdio" in label else "added to the one server"
+        kind = "a process per session" if label in ("relaybay stdio", "old stdio", FORWARDER) else "added to the one server"
         print(f"  {label:16} {kib / 1024:7.1f} MiB  ({kind})")
     if beside_label:
         print_beside(med, beside_label)

@@ -6,10 +6,12 @@ The real Claude Code CLI (the pinned npm package) against the scripted model ser
 relaybay (daphne, SQLite) on a throwaway data folder. Each case has a HOME of its own:
   bare              no relaybay at all
   plugin            `manage.py connect claude`: the plugin as shipped (command hooks, PostToolUse
-                    for SendMessage only, relaybay's http MCP server, its tools deferred)
+                    for SendMessage only, bin/relaybay-mcp in front of /mcp, its tools deferred)
   tools whole       the same with alwaysLoad: every tool's schema in every request
   http tool hooks   PreToolUse as a Claude Code http hook (no process per tool call)
-  stdio MCP         the stdio MCP server (claude_config's default) instead of the http server
+  http MCP          relaybay's http server at /mcp directly, no local process (what Claude Code
+                    drops when relaybay stays away a few seconds)
+  stdio MCP         the SDK's stdio MCP server (`manage.py mcp`) instead of bin/relaybay-mcp
   hooks only        the plugin's hooks without its MCP server
   empty hooks       the plugin's events with `true` for every hook and no MCP server: what
                     Claude Code itself costs to run them, the floor under any hook client
@@ -80,8 +82,16 @@ def http_tool_hooks(url, token):
     return change_plugin
 
 
+def http_mcp(plugin):
+    """relaybay's http server at /mcp connected directly (no local process per session), as the
+    plugin connected it before bin/relaybay-mcp: what the forwarder costs."""
+    edit_json(plugin / ".mcp.json", lambda d: d["mcpServers"].update(relaybay={
+        "type": "http", "url": "${user_config.url}/mcp", "headers": {"Authorization": "Bearer ${user_config.token}"},
+    }))  # fmt: skip
+
+
 def stdio_mcp(plugin):
-    """The checkout's stdio MCP server (claude_config's default) instead of the http server."""
+    """The SDK's stdio MCP server (`manage.py mcp`) instead of bin/relaybay-mcp."""
     edit_json(plugin / ".mcp.json", lambda d: d["mcpServers"].update(relaybay={
         "type": "stdio", "command": sys.executable, "args": ["-m", "mcp_server.stdio"],
         "env": {"RELAYBAY_URL": "${user_config.url}", "RELAYBAY_TOKEN": "${user_config.token}", "PYTHONPATH": str(REPO_ROOT)},
@@ -133,7 +143,7 @@ def main():
             def cli_env(home):
                 return {**claude_env(model.url, home, cwd=project), "PATH": f"{Path(claude_bin()).parent}:/usr/bin:/bin"}
 
-            homes = {name: workdir / "homes" / name for name in ("bare", "plugin", "tools whole", "http tool hooks", "stdio MCP", "hooks only", "empty hooks")}
+            homes = {name: workdir / "homes" / name for name in ("bare", "plugin", "tools whole", "http tool hooks", "http MCP", "stdio MCP", "hooks only", "empty hooks")}
             for home in homes.values():
                 home.mkdir(parents=True)
                 cli_env(home)  # prepares HOME/.claude.json
@@ -145,7 +155,7 @@ def main():
                 (homes["plugin"] / ".claude" / "settings.json").read_text()
             )["pluginConfigs"]["relaybay@relaybay-local"]["options"]
             values["token"] = server.token
-            for name, change in (("tools whole", always_load), ("http tool hooks", http_tool_hooks(server.url, server.token)), ("stdio MCP", stdio_mcp), ("hooks only", hooks_only), ("empty hooks", empty_hooks)):
+            for name, change in (("tools whole", always_load), ("http tool hooks", http_tool_hooks(server.url, server.token)), ("http MCP", http_mcp), ("stdio MCP", stdio_mcp), ("hooks only", hooks_only), ("empty hooks", empty_hooks)):
                 install(homes[name], cli_env, variant(workdir, name.replace(" ", "-"), change), values)
 
             kinds = {f"{TOOL_CALLS} tool calls": TOOL_CALLS, "text only": 0}
