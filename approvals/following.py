@@ -40,18 +40,23 @@ def follow_hook(link, dialect, payload, now):
     tool = payload.get("tool_name") if isinstance(payload.get("tool_name"), str) else ""
     if event not in SILENT_EVENTS:
         followed.feed += actions.settle_answered_elsewhere(link=link, now=now)
-    if event == "PermissionRequest" and payload.get("relaybay_hold") is not False:
-        question = tool in QUESTION_TOOLS
-        waits = payload.get("relaybay_waits") is True and dialect.engine.answers_permissions and not question
-        summary = answers.question_of(payload.get("tool_input")) if question else answers.summary_of(payload.get("tool_input"))
+    question = tool in QUESTION_TOOLS
+    if event == "PermissionRequest" and question:
+        # Claude Code asks its question through PreToolUse, then PermissionRequest, then a
+        # permission_prompt Notification (seen, 2.1.328): one request, from the first.
+        if not Request.objects.waiting(now).filter(hook_session=link.hook_session, kind=Kind.QUESTION).exists():
+            _, followed.feed = _opened(followed.feed, link, dialect, Kind.QUESTION, tool, answers.question_of(payload.get("tool_input")), now)
+    elif event == "PermissionRequest" and payload.get("relaybay_hold") is not False:
+        waits = payload.get("relaybay_waits") is True and dialect.engine.answers_permissions
+        summary = answers.summary_of(payload.get("tool_input"))
         request, feed = actions.open_request(
-            link=link, engine=dialect.engine.name, kind=Kind.QUESTION if question else Kind.PERMISSION, tool=tool,
+            link=link, engine=dialect.engine.name, kind=Kind.PERMISSION, tool=tool,
             summary=summary, answerable=waits, attended=payload.get("relaybay_attended") is not False, now=now,
         )  # fmt: skip
         followed.feed += feed
         if waits:
             followed.answer = {"relaybay_request": request.pk}
-    elif event == "PreToolUse" and tool in QUESTION_TOOLS:
+    elif event == "PreToolUse" and question:
         _, followed.feed = _opened(followed.feed, link, dialect, Kind.QUESTION, tool, answers.question_of(payload.get("tool_input")), now)
     elif event == "Elicitation":
         server = payload.get("mcp_server_name") if isinstance(payload.get("mcp_server_name"), str) else ""

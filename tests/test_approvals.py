@@ -142,7 +142,10 @@ def test_a_request_the_hook_does_not_hold_is_for_the_terminal_only(hook, client,
 
 def test_a_question_and_a_waiting_prompt_need_the_owner_until_the_session_goes_on(hook, client, started):
     asked = {"questions": [{"question": "Which database?", "options": [{"label": "SQLite"}]}]}
+    # As Claude Code 2.1.328 asks it: PreToolUse, PermissionRequest, then its permission_prompt.
     hook("PreToolUse", "h-1", tool_name="AskUserQuestion", tool_input=asked, tool_use_id="t-3")
+    assert ask(hook, tool_name="AskUserQuestion", tool_input=asked) == {}
+    hook("Notification", "h-1", notification_type="permission_prompt", message="Claude needs your permission")
     [question] = owner(client, "GET", "/approvals").json()["pending"]
     assert (question["kind"], question["summary"], question["answerable"]) == ("question", "Which database?", False)
     hook("Stop", "h-1", stop_hook_active=False)
