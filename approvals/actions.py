@@ -75,6 +75,24 @@ def settle_answered_elsewhere(*, link, now):
     return feed
 
 
+def do_withdraw_request(*, pk):
+    """The hook holding request `pk` was ended by its CLI (the person answered No or Esc in the
+    terminal: Claude Code then stops the hook): it was answered in the terminal."""
+    now = timezone.now()
+    with transaction.atomic():
+        request = Request.objects.filter(pk=pk).first()
+        if request is None:
+            return False
+        done = Request.objects.filter(pk=pk, state=State.PENDING).update(
+            state=State.ANSWERED_ELSEWHERE, decided_by="terminal", decided_at=now, summary="", message=""
+        )
+        if done:
+            data = {"request": request.handle, "tool": request.tool, "decided_by": "terminal"}
+            record_events([feed_row("approval.answered_elsewhere", session_id=request.session_id, hook_session=request.hook_session, data=data)])
+            ping("approvals", "sessions")
+    return bool(done)
+
+
 @dataclass
 class Decided:
     requests: list

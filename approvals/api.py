@@ -9,7 +9,7 @@ from django.utils import timezone
 from ninja import Router
 
 from core import pings
-from core.auth import AsyncAgentAuth, OwnerAuth
+from core.auth import AgentAuth, AsyncAgentAuth, OwnerAuth
 from core.dbthreads import threads as db_threads
 from core.errors import NotFound
 
@@ -42,6 +42,20 @@ def decide_request(request, pk: int, data: DecisionIn):
         raise NotFound(f"There is no request R-{pk}.")
     done = actions.do_decide_request(pk=pk, allow=data.decision == "allow", scope=data.scope, message=data.message, by="owner (API)")
     return {"id": pk, "state": Request.objects.get(pk=done.requests[0].pk).state}
+
+
+@router.post(
+    "/approvals/{pk}/withdrawn",
+    response={200: AnswerOut, **ERRORS},
+    auth=AgentAuth(),
+    summary="The hook holding a permission request was ended by its CLI",
+    description="The hook client says so when Claude Code stops it (the person answered No or Esc in the "
+    "terminal): the request is answered in the terminal. One no longer pending is left as it is.",
+)
+def withdraw_request(request, pk: int):
+    actions.do_withdraw_request(pk=pk)
+    found = Request.objects.filter(pk=pk).first()
+    return {"state": found.state if found else "gone"}
 
 
 @router.get(

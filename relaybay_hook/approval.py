@@ -83,7 +83,31 @@ def hold(payload, with_field, timeout):
     return wait_for_answer(pk)
 
 
+class Stopped(Exception):
+    """The CLI stopped the hook (SIGTERM): the person answered in the terminal."""
+
+
+def _stopped(signum, frame):
+    raise Stopped()
+
+
 def wait_for_answer(pk):
+    """Wait for request `pk`'s answer; when the CLI stops the hook first, tell relaybay the
+    request was answered in the terminal."""
+    import signal
+    signal.signal(signal.SIGTERM, _stopped)
+    try:
+        return _wait(pk)
+    except Stopped:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            http_request('POST', '/api/approvals/%d/withdrawn' % pk, b'{}', hook_headers(), 2.0)
+        except Exception:
+            pass  # the session's next hook says the same
+        return 0
+
+
+def _wait(pk):
     seconds = env.float_env('RELAYBAY_APPROVAL_SECONDS', DEFAULT_APPROVAL_SECONDS)
     deadline = time.monotonic() + seconds + MARGIN
     retry = 0.5

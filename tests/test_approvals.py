@@ -237,3 +237,15 @@ def test_gemini_clis_tool_permission_notice_needs_you_in_the_terminal_and_keeps_
     # Gemini runs the tool once the person allowed it in the terminal: its AfterTool settles it.
     hook("AfterTool", "g-1", tool_name="write_file", tool_input={"file_path": "/work/gem/app.py"}, **gemini)
     assert Request.objects.get().state == "answered_elsewhere"
+
+
+def test_a_hook_its_cli_stopped_says_so_and_the_request_was_answered_in_the_terminal(hook, client, api, started):
+    pk = ask(hook)["relaybay_request"]
+    withdrawn = api.post(f"/approvals/{pk}/withdrawn", {})
+    assert withdrawn.json() == {"state": "answered_elsewhere", "answer": None}
+    late = owner(client, "POST", f"/approvals/{pk}", {"decision": "allow"})
+    assert late.status_code == 409 and late.json()["state"] == "answered_elsewhere"
+    # Once settled, a late word from the hook changes nothing.
+    owner_pk = ask(hook, tool_input={"command": "make"})["relaybay_request"]
+    owner(client, "POST", f"/approvals/{owner_pk}", {"decision": "allow"})
+    assert api.post(f"/approvals/{owner_pk}/withdrawn", {}).json()["state"] == "allowed"

@@ -214,6 +214,21 @@ def page(browser, relaybay):
     context.close()
 
 
+def test_esc_in_the_terminal_settles_the_request_at_once(relaybay, model, project, terminal):
+    made = project / "escaped.txt"
+    asks(model, terminal, made)
+    request = pending(relaybay)
+    terminal.tmux("send-keys", "-t", terminal.name, "Escape")
+    # Claude Code stops the hook; its client says so, before any later hook of the session.
+    wait_until(lambda: (settled(relaybay, request["id"]) or {}).get("state") == "answered_elsewhere", timeout=30)
+    assert not made.exists()
+    names = [name for (name,) in query(relaybay, "select name from sessions_app_event where session_id = (select session_id from approvals_request where id = ?) order by id", request["id"])]
+    after = names[len(names) - names[::-1].index("hook.PermissionRequest"):]
+    assert "approval.answered_elsewhere" in after and not [n for n in after if n.startswith("hook.") and n != "hook.Notification"], after
+    status, body = owner(relaybay, "POST", f"/approvals/{request['id']}", {"decision": "allow"})
+    assert (status, body["state"]) == (409, "answered_elsewhere")
+
+
 def test_a_relaybay_restart_while_a_request_waits_loses_none(relaybay, model, project, terminal, page):
     made = project / "after-the-restart.txt"
     asks(model, terminal, made)
