@@ -34,6 +34,7 @@ class ErrorCode(StrEnum):
     BROADCAST_REACHES_NOBODY = "broadcast_reaches_nobody"
     INVALID_PATH = "invalid_path"
     CALLER_NOT_PROVEN = "caller_not_proven"
+    PROCESS_NOT_PROVEN = "process_not_proven"
     RESERVATION_HELD = "reservation_held"
     RESERVATIONS_FULL = "reservations_full"
     PAYLOAD_TOO_LARGE = "payload_too_large"
@@ -72,6 +73,7 @@ HTTP_STATUS = {
     ErrorCode.BROADCAST_REACHES_NOBODY: 403,
     ErrorCode.INVALID_PATH: 400,
     ErrorCode.CALLER_NOT_PROVEN: 403,
+    ErrorCode.PROCESS_NOT_PROVEN: 403,
     ErrorCode.RESERVATION_HELD: 409,
     ErrorCode.RESERVATIONS_FULL: 409,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,

@@ -11,7 +11,7 @@ from core.compiled import compiled, insert_all
 from core.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
 from core.pings import ping
 from core.inputs import clean_text, parse_id
-from sessions_app import directory
+from sessions_app import directory, identity
 from sessions_app.directory import Arrival
 from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
 from sessions_app.feed import feed_row, record_event, record_events, wake_session, wake_sessions
@@ -312,7 +312,8 @@ def _send_message(*, body, to, task, parent, request_id, session, session_title,
         dispatch = fleet.record_dispatch(sender, Dispatch.Kind.SEND, request_id, now)
         (message,) = _write_messages(sender=sender, to=[(recipient, recipient_name, verdict)], body=body, task=task_row, parent=parent, now=now)
         if parent is not None and parent.recipient_id == sender.row.pk:
-            proven, verified = _ack_proof(sender.row, (hook_session or "").strip() or None)
+            # The send rule judged the sender already; its proof stands for the reply's mark.
+            proven, verified = _ack_proof(sender.row, (hook_session or "").strip() or None, sender.process)
             if proven:
                 _mark_read([parent], reader=sender.row, verified=verified)
         answer = send_answer(message, message.not_delivered_reason, request_id=request_id)
@@ -489,27 +490,31 @@ def _broadcast_status(report, dry_run):
     return f"Sent to {written} of {len(report)} sessions ({', '.join(parts)}); each recipient's line says when it arrives."
 
 
-def _ack_proof(row, hook_session):
+def _ack_proof(row, hook_session, process=""):
     """The ack rule (docs/rules.md §4.4): (may the caller mark the row's mail read, is the mark verified).
 
     A row with an exact link, live or ended, needs that link's id: an ended link counts,
     because that session may come back and must then get what was not read in its name.
     While the row is live, only its live link's id proves it, as for a send (§4.2): an old
-    id left behind by a restart does not. A row that never linked itself cannot prove
-    anything, so anyone naming it may mark its mail, and the mark says so."""
+    id left behind by a restart does not; and a live link a running process proves needs that
+    process's proof too (identity.speaks_for, docs/rules.md §1.5). A row that never linked
+    itself cannot prove anything, so anyone naming it may mark its mail, and the mark says so."""
     exact = [link for link in row.newest_links() if link.exact]
     live = [link for link in exact if link.live]
-    proving = {link.hook_session for link in live or exact}
+    proving = {link.hook_session: link for link in live or exact}
     if proving:
-        return hook_session in proving, True
+        link = proving.get(hook_session)
+        if link is None:
+            return False, True
+        return (not link.live or identity.speaks_for(link, process, timezone.now())), True
     return True, False
 
 
-def check_mail_reader(row, hook_session):
+def check_mail_reader(row, hook_session, process=""):
     """Who may list a row's mail (docs/rules.md §4.4): the ack rule's proof. A row with an exact
     link is listed only for the session that link proves (or for the owner, whom the route
     lets through before asking); a row that never linked itself, for anyone naming it."""
-    proven, _ = _ack_proof(row, hook_session)
+    proven, _ = _ack_proof(row, hook_session, process)
     if not proven:
         raise Refused(
             f'"{row.public_name}" has an exact hook link: its mail is listed for that session alone (the MCP server '
@@ -518,7 +523,7 @@ def check_mail_reader(row, hook_session):
         )
 
 
-def resolve_reader(claim):
+def resolve_reader(claim, process=""):
     """Whose mail the caller marks read, by the ack rule; refused when it cannot prove it."""
     if claim.name is not None:
         row = resolve_one(claim.name, what="session")
@@ -526,7 +531,7 @@ def resolve_reader(claim):
         row = claim.link.session
     else:
         raise InvalidInput("Say whose mail is read: pass session (your name) and hook_session.")
-    proven, verified = _ack_proof(row, claim.hook_session)
+    proven, verified = _ack_proof(row, claim.hook_session, process)
     if not proven:
         raise Refused(
             f'"{row.public_name}" has an exact hook link: acknowledge with its hook_session '
@@ -586,9 +591,9 @@ class AckResult:
     verified: bool
 
 
-def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_session=None):
+def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_session=None, process=""):
     with transaction.atomic():
-        reader = resolve_reader(claim_of(session=session, session_title=session_title, hook_session=hook_session))
+        reader = resolve_reader(claim_of(session=session, session_title=session_title, hook_session=hook_session), process)
         row, verified = reader.row, reader.verified
         if message_id not in (None, ""):
             message = get_message(message_id)

@@ -53,7 +53,7 @@ def message_broadcast(request, data: BroadcastIn):
 def messages_list(request, query: Query[MessagesListQuery]):
     row = resolve_one(query.session, what="session")
     if not is_owner(request):
-        actions.check_mail_reader(row, proven_hook_session(query.hook_session, _process(request)))
+        actions.check_mail_reader(row, proven_hook_session(query.hook_session, _process(request)), _process(request))
     task = get_task(query.task) if query.task else None
     messages = formatting.list_messages(row, box=query.box, unread_only=query.unread_only, task=task, limit=query.limit)
     return {
@@ -66,7 +66,7 @@ def messages_list(request, query: Query[MessagesListQuery]):
 
 @router.post("/message_ack", response={200: AckOut, **ERRORS}, auth=AgentAuth(), summary="Mark a message (or all delivered mail) read")
 def message_ack(request, data: AckIn):
-    result = actions.do_ack_messages(**_proven(request, data))
+    result = actions.do_ack_messages(**_proven(request, data), process=_process(request))
     return {"session": result.session.handle, "marked": result.marked, "mark": "read" if result.verified else "read (name not verified)"}
 
 

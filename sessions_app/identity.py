@@ -11,6 +11,8 @@ from datetime import timedelta
 
 from django.conf import settings
 
+from core.errors import ErrorCode, Refused
+
 from .models import Session
 
 # A live link whose process relaybay cannot see (no messaging socket reported: native messaging
@@ -20,6 +22,10 @@ HEARD_FROM_RECENTLY = timedelta(minutes=10)
 # A waiter's next poll follows its last one within a second; this covers a slow machine.
 WAITER_POLL_GRACE = timedelta(seconds=15)
 TITLE_MAX = Session._meta.get_field("title").max_length
+PROCESS_NOT_PROVEN = (
+    "This names a session whose running Claude Code process proves itself (X-Relaybay-Process): relaybay acts "
+    "for it only with that proof, which its own hook client and MCP connection send. Nothing was changed."
+)
 
 
 def _socket_pid(socket):
@@ -52,10 +58,14 @@ def process_running(link, now):
 def speaks_for(link, process, now):
     """Whether a hook or call carrying `process` (a proof, or '' for none) may speak for `link`:
     the link's own process, a link no process has proven, or one whose process has exited (a
-    restart, /resume). A running process's link never passes to another process's proof. A
-    hook without a proof is believed by its hook id (Claude Code's http hooks cannot send one)
-    and never moves the link's proof."""
-    return not process or not link.process_proof or link.process_proof == process or not process_running(link, now)
+    restart, /resume). A running process's link never passes to another process's proof, and
+    a call without a proof for it is refused (ProcessNotProven): its hook id alone, which sits in
+    the name of its transcript file, proves nothing."""
+    if not link.process_proof or link.process_proof == process or not process_running(link, now):
+        return True
+    if not process:
+        raise Refused(PROCESS_NOT_PROVEN, code=ErrorCode.PROCESS_NOT_PROVEN)
+    return False
 
 
 def running_holder(row, process, now, *, besides=None):

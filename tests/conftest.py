@@ -117,8 +117,9 @@ def api(client):
     """JSON API calls with the token: api.post(path, data), api.get(path, **params)."""
 
     class Api:
-        def post(self, path, data, token=TOKEN):
-            return client.post(f"/api{path}", data=json.dumps(data), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        def post(self, path, data, token=TOKEN, proof=None):
+            headers = {"HTTP_X_RELAYBAY_PROCESS": proof} if proof else {}
+            return client.post(f"/api{path}", data=json.dumps(data), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}", **headers)
 
         def get(self, path, token=TOKEN, **params):
             return client.get(f"/api{path}", params, HTTP_AUTHORIZATION=f"Bearer {token}")

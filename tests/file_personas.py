@@ -80,11 +80,11 @@ class Files:
         assert response.status_code == 200, response.content
         return response.json()
 
-    def reserve(self, hook_session, paths, **fields):
-        return self.api.post("/files_reserve", {"paths": paths, "hook_session": hook_session, **fields})
+    def reserve(self, hook_session, paths, proof=None, **fields):
+        return self.api.post("/files_reserve", {"paths": paths, "hook_session": hook_session, **fields}, proof=proof)
 
-    def reserved(self, hook_session, paths, **fields):
-        response = self.reserve(hook_session, paths, **fields)
+    def reserved(self, hook_session, paths, proof=None, **fields):
+        response = self.reserve(hook_session, paths, proof, **fields)
         assert response.status_code == 200, response.content
         return response.json()
 

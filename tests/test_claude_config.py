@@ -147,19 +147,13 @@ def test_url_option_overrides_the_setting():
     assert file_settings(config)["RELAYBAY_URL"] == "http://10.0.0.5:9000"
 
 
-def test_http_variant_keeps_session_start_and_the_wake_up_as_command_hooks():
-    config, _ = claude_config("--http")
-    assert set(config["hooks"]) == EVENTS
-    assert handlers(config, "SessionStart")[0]["type"] == "command"
-    # The permission request is held open by the client, across a relaybay restart.
-    assert handlers(config, "PermissionRequest")[0]["type"] == "command"
-    for event in EVENTS - {"SessionStart", "PermissionRequest"}:
-        http = handlers(config, event)[0]
-        assert http["type"] == "http"
-        assert http["url"] == f"{URL}/api/hooks"
-        assert http["headers"] == {"Authorization": f"Bearer {TOKEN}"}
-    (_, wake_up) = handlers(config, "Stop")
-    assert (wake_up["type"], wake_up["asyncRewake"]) == ("command", True)
+def test_every_hook_is_a_command_hook_that_carries_the_process_proof():
+    # Claude Code interpolates no CLAUDE_CODE_MESSAGING_TOKEN into an http hook's headers, and a
+    # running session's hooks are believed only with its proof (docs/rules.md §1.5).
+    config, _ = claude_config()
+    assert {handler["type"] for event in EVENTS for handler in handlers(config, event)} == {"command"}
+    with pytest.raises(CommandError):
+        claude_config("--http")
 
 
 def test_mcp_http_connects_relaybays_http_server_with_the_process_proof_helper():

@@ -87,7 +87,7 @@ def test_once_the_reservation_ends_the_edit_is_allowed_again(two, trees, clock, 
 def test_a_reservation_outlives_clear_in_the_same_process(two, trees, rb):
     proof = {PROCESS_HEADER: process_proof("alpha-process")}
     two.hook.raw(json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "hook-a", "cwd": str(trees.repo), "prompt": "go"}), **proof)
-    two.reserved("hook-a", ["src/app.py"])
+    two.reserved("hook-a", ["src/app.py"], proof=proof[PROCESS_HEADER])
     two.hook.raw(json.dumps({"hook_event_name": "SessionEnd", "session_id": "hook-a", "cwd": str(trees.repo), "reason": "clear"}), **proof)
     two.hook.raw(json.dumps({"hook_event_name": "SessionStart", "session_id": "hook-a2", "cwd": str(trees.repo), "source": "clear"}), **proof)
     assert HookLink.objects.get(hook_session="hook-a2").session.title == "alpha"

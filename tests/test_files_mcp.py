@@ -4,6 +4,8 @@ routes' answers and errors, and a reservation made through them holds at another
 
 import pytest
 
+from relaybay_hook.proof import PROCESS_HEADER, process_proof
+
 from .file_personas import edit_payload, git
 from .test_mcp_server import answer, error_text, mcp_session, names  # noqa: F401
 from tests.live_server import live_relaybay  # noqa: F401  (fixture)
@@ -19,29 +21,38 @@ def checkout(tmp_path):
 
 @pytest.fixture
 def editors(live_relaybay, names, checkout):
-    """Two Claude Code sessions working in one checkout."""
+    """Two Claude Code sessions working in one checkout, each proven by its process's messaging
+    token (messaging_token), which its MCP server carries too."""
     alpha, bravo = names("alpha"), names("bravo")
     for name in (alpha, bravo):
-        live_relaybay.start_session(f"hook-{name}", name, cwd=str(checkout))
+        live_relaybay.start_session(f"hook-{name}", name, cwd=str(checkout), headers=proof_of(name))
     return alpha, bravo
 
 
+def messaging_token(name):
+    return f"messaging-token-of-{name}"
+
+
+def proof_of(name):
+    return {PROCESS_HEADER: process_proof(messaging_token(name))}
+
+
 def edit(live, name, checkout, relative):
-    status, answer_ = live.post("/hooks", edit_payload(f"hook-{name}", checkout, checkout / relative, tool="Write", content="x"))
+    status, answer_ = live.post("/hooks", edit_payload(f"hook-{name}", checkout, checkout / relative, tool="Write", content="x"), headers=proof_of(name))
     assert status == 200
     return answer_.get("hookSpecificOutput", {})
 
 
 async def test_a_reservation_made_with_the_tool_denies_another_sessions_edit_until_released(mcp_session, live_relaybay, editors, checkout, tmp_path):
     alpha, bravo = editors
-    async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{alpha}") as mcp:
+    async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{alpha}", messaging_token=messaging_token(alpha)) as mcp:
         reserved = answer(await mcp.call_tool("files_reserve", {"paths": ["src/*.py"], "reason": "splitting the app"}))
         [held] = reserved["reservations"]
         assert (reserved["root"], held["path"], held["exclusive"], held["holder"]) == (str(checkout), "src/*.py", True, alpha)
         denied = edit(live_relaybay, bravo, checkout, "src/app.py")
         assert denied["permissionDecision"] == "deny"
         assert f'"{alpha}"' in denied["permissionDecisionReason"] and '"splitting the app"' in denied["permissionDecisionReason"]
-        async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{bravo}") as theirs:
+        async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{bravo}", messaging_token=messaging_token(bravo)) as theirs:
             listed = answer(await theirs.call_tool("files_list", {}))
         assert [(r["path"], r["holder"], r["mine"]) for r in listed["reservations"]] == [("src/*.py", alpha, False)]
         released = answer(await mcp.call_tool("files_release", {}))
@@ -59,12 +70,12 @@ async def test_a_reservation_made_with_the_tool_denies_another_sessions_edit_unt
 )
 async def test_a_refused_reservation_is_the_apis_sentence_and_code(mcp_session, live_relaybay, editors, tmp_path, arguments, code, phrase):
     alpha, _ = editors
-    async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{alpha}") as mcp:
+    async with mcp_session(live_relaybay, tmp_path, claude_session=f"hook-{alpha}", messaging_token=messaging_token(alpha)) as mcp:
         refused = error_text(await mcp.call_tool("files_reserve", arguments))
-    status, api = live_relaybay.post("/files_reserve", {**arguments, "hook_session": f"hook-{alpha}"})
+    status, api = live_relaybay.post("/files_reserve", {**arguments, "hook_session": f"hook-{alpha}"}, headers=proof_of(alpha))
     assert (status // 100, api["code"]) == (4, code) and phrase in api["detail"]
     assert refused.endswith(f": {api['detail']} (error code: {code})")
-    status, listed = live_relaybay.get("/files_list", hook_session=f"hook-{alpha}")
+    status, listed = live_relaybay.call("GET", "/files_list", headers=proof_of(alpha), hook_session=f"hook-{alpha}")
     assert listed["reservations"] == []
 
 

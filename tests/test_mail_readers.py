@@ -1,6 +1,6 @@
 """Mail is read by its session or the owner (docs/rules.md §4.4, §6): messages_list of a row with an
-exact link needs that session's proof — its process proof header or its own live hook id, as
-message_ack does — through the JSON route and the MCP tool alike; the owner token lists any
+exact link needs that session's proof — its process proof header, or its own live hook id when no
+running process proves the link, as message_ack does — through the JSON route and the MCP tool alike; the owner token lists any
 row, and the board shows the owner every message."""
 
 import json
@@ -62,7 +62,9 @@ def test_a_linked_session_s_mail_is_listed_for_its_own_proof_alone(client, mail)
     assert refused(listing(client, "alice", hook_session="hook-b"))
     assert refused(listing(client, "alice", box="sent"))
     assert bodies(listing(client, "alice", proof=PROOF_A)) == [SECRET]
-    assert bodies(listing(client, "alice", hook_session="hook-a")) == [SECRET]
+    # Its hook id alone does not do while its process runs and proves it (docs/rules.md §1.5).
+    assert listing(client, "alice", hook_session="hook-a").json()["code"] == "process_not_proven"
+    assert bodies(listing(client, "alice", hook_session="hook-a", proof=PROOF_A)) == [SECRET]
     # bob lists what it sent, proven the same way.
     assert bodies(listing(client, "bob", proof=PROOF_B, box="sent")) == [SECRET]
 
@@ -101,18 +103,19 @@ def test_the_board_shows_the_owner_the_mail_an_agent_cannot_list(client, board, 
 @pytest.fixture
 def linked(live_relaybay, names):
     """Two running Claude Code processes on the live relaybay (shared by the module: fresh names
-    and proofs); the second writes to the first. Their names and {PROCESS_HEADER: proof}s."""
+    and proofs); the second writes to the first. Their names, {PROCESS_HEADER: proof}s and messaging tokens."""
     alice, bob = names("alice"), names("bob")
-    proofs = {PROCESS_HEADER: process_proof(secrets.token_hex(16))}, {PROCESS_HEADER: process_proof(secrets.token_hex(16))}
+    tokens = secrets.token_hex(16), secrets.token_hex(16)
+    proofs = tuple({PROCESS_HEADER: process_proof(token)} for token in tokens)
     live_relaybay.start_session(f"hook-{alice}", alice, headers=proofs[0])
     live_relaybay.start_session(f"hook-{bob}", bob, headers=proofs[1])
     status, sent = live_relaybay.post("/message_send", {"body": SECRET, "to": alice, "session": bob, "hook_session": f"hook-{bob}"})
     assert status == 200, sent
-    return alice, bob, proofs
+    return alice, bob, proofs, tokens
 
 
 async def test_the_mcp_tool_over_http_lists_the_caller_s_own_mail_and_no_one_else_s(live_relaybay, linked, tmp_path):
-    alice, bob, (proof_a, proof_b) = linked
+    alice, bob, (proof_a, proof_b), _ = linked
     async with http_session(live_relaybay, tmp_path, headers=proof_b) as mcp:
         other = error_text(await mcp.call_tool("messages_list", {"session": alice}))
         own = answer(await mcp.call_tool("messages_list", {"session": bob, "box": "sent"}))
@@ -124,8 +127,9 @@ async def test_the_mcp_tool_over_http_lists_the_caller_s_own_mail_and_no_one_els
 
 
 async def test_the_stdio_mcp_server_lists_the_caller_s_own_mail_and_no_one_else_s(live_relaybay, linked, tmp_path):
-    alice, bob, _ = linked
-    async with stdio_session(live_relaybay, tmp_path, claude_session=f"hook-{bob}") as mcp:
+    alice, bob, _, (_, bob_token) = linked
+    # Started by bob's claude process: its messaging token proves it.
+    async with stdio_session(live_relaybay, tmp_path, claude_session=f"hook-{bob}", messaging_token=bob_token) as mcp:
         other = error_text(await mcp.call_tool("messages_list", {"session": alice}))
         own = answer(await mcp.call_tool("messages_list", {"session": bob, "box": "sent"}))
     assert other.endswith("(error code: read_not_proven)")
@@ -133,7 +137,7 @@ async def test_the_stdio_mcp_server_lists_the_caller_s_own_mail_and_no_one_else_
 
 
 async def test_the_owner_token_lists_any_session_s_mail_through_mcp(live_relaybay, linked, tmp_path):
-    alice, _, _ = linked
+    alice, _, _, _ = linked
     owner = {"Authorization": f"Bearer {live_relaybay.owner_token}"}
     async with http_session(live_relaybay, tmp_path, headers=owner) as mcp:
         listed = answer(await mcp.call_tool("messages_list", {"session": alice}))

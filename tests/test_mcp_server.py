@@ -37,12 +37,13 @@ def mcp_session(request):
 
 
 @asynccontextmanager
-async def http_session(live, tmp_path, *, claude_session=None, headers=None):
+async def http_session(live, tmp_path, *, claude_session=None, headers=None, messaging_token=None):
     """relaybay's /mcp with the token, and the headersHelper's proof of a Claude Code process
-    whose hooks (a Notification here, changing nothing else) report `claude_session`."""
+    (of `messaging_token`, else a new one) whose hooks (a Notification here, changing nothing
+    else) report `claude_session`."""
     headers = {"Authorization": f"Bearer {live.token}", **(headers or {})}
     if claude_session:
-        proof = {PROCESS_HEADER: process_proof(secrets.token_hex(16))}
+        proof = {PROCESS_HEADER: process_proof(messaging_token or secrets.token_hex(16))}
         live.hook("Notification", claude_session, headers=proof, message="proof")
         headers.update(proof)
     async with httpx2.AsyncClient(headers=headers) as client:
@@ -53,9 +54,10 @@ async def http_session(live, tmp_path, *, claude_session=None, headers=None):
 
 
 @asynccontextmanager
-async def stdio_session(live, tmp_path, *, claude_session=None, url=None, token=None):
+async def stdio_session(live, tmp_path, *, claude_session=None, url=None, token=None, messaging_token=None):
     """`python manage.py mcp` started the way Claude Code starts a stdio server: with the
-    entry's env, plus CLAUDE_CODE_SESSION_ID when `claude_session` is given."""
+    entry's env, plus CLAUDE_CODE_SESSION_ID when `claude_session` is given and the process's
+    CLAUDE_CODE_MESSAGING_TOKEN when `messaging_token` is."""
     env = {
         "RELAYBAY_URL": url or live.url,
         "RELAYBAY_TOKEN": live.token if token is None else token,
@@ -63,6 +65,8 @@ async def stdio_session(live, tmp_path, *, claude_session=None, url=None, token=
     }
     if claude_session:
         env["CLAUDE_CODE_SESSION_ID"] = claude_session
+    if messaging_token:
+        env["CLAUDE_CODE_MESSAGING_TOKEN"] = messaging_token
     params = StdioServerParameters(command=sys.executable, args=[str(MANAGE), "mcp"], env=env, cwd=str(REPO_ROOT))
     with open(tmp_path / f"mcp-server-{uuid.uuid4().hex[:6]}.log", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
@@ -155,7 +159,8 @@ async def test_messages_list_gives_each_body_as_one_quoted_literal(mcp_session, 
     normalised = body.replace("\u2028", "\n").replace("\r\n", "\n")
     assert listed["messages"][0]["body"] == json.dumps(normalised, ensure_ascii=False)
     assert listed["messages"][0]["from"] == alpha
-    status, api_answer = live_relaybay.get("/messages_list", session=beta, limit=1, hook_session=f"hook-{beta}")
+    # The owner's token: over http beta's process proves it now, and its hook id alone does not.
+    status, api_answer = live_relaybay.get("/messages_list", token=live_relaybay.owner_token, session=beta, limit=1)
     assert (status, api_answer) == (200, listed)
     # No line of the body stands on its own in what the model reads.
     assert not any(line.lstrip().startswith(("From the owner", "[relaybay]")) for line in result.content[0].text.splitlines())

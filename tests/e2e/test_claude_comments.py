@@ -144,14 +144,3 @@ def manage_command(live):
     keys = ("RELAYBAY_DATA", "RELAYBAY_TOKEN", "RELAYBAY_URL", "DATABASE_URL", "REDIS_URL", "RELAYBAY_REDIS_PREFIX")
     env = " ".join(f"{key}={shlex.quote(server.get(key, ''))}" for key in keys)
     return f"{env} {shlex.quote(sys.executable)} {shlex.quote(str(MANAGE))}"
-
-
-def test_http_hooks_deliver_a_comment_too(live_relaybay, model, claude, named, tmp_path):
-    settings_file = write_settings(live_relaybay, tmp_path / "http.json", "--http", "--session", named, "--wait", "2")
-    comment(live_relaybay, named, "over-http-9904")
-    model.add_steps(text("noted"))
-    result = claude("anything new?", settings_file=settings_file)
-    prompt_request = next(t for t in model.request_texts() if "anything new?" in t)
-    assert "owner says over-http-9904" in prompt_request
-    [(delivered_by,)] = query(live_relaybay, "select delivered_by from sessions_app_comment where body like '%over-http-9904'")
-    assert delivered_by == f"UserPromptSubmit via {result['session_id']}"

@@ -32,7 +32,6 @@ MATCHERS = {"PreToolUse": "*", "PostToolUse": SEND_TOOL, "SessionStart": "", "Se
 # A command hook posts with a 10 s bound of its own (then spools); Claude Code's limit
 # only guards against a stuck interpreter.
 COMMAND_TIMEOUT = 30
-HTTP_TIMEOUT = 10
 # The wake-up client stops on its own after --wait seconds; Claude Code's limit sits above it.
 WAIT_MARGIN = 30
 # The PermissionRequest hook waits for the owner up to RELAYBAY_APPROVAL_SECONDS (default 3600)
@@ -93,7 +92,7 @@ def group(event, handlers):
     return [{"hooks": handlers}]
 
 
-def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, wait_unattended=False, spool=None, python=None):
+def hook_settings(*, url, token, session=None, wait=DEFAULT_WAIT, wait_unattended=False, spool=None, python=None):
     """The Claude Code settings object that connects every session started with it.
 
     Claude Code shows the model the command line of a wake-up hook that woke it, so the
@@ -115,20 +114,12 @@ def hook_settings(*, url, token, http=False, session=None, wait=DEFAULT_WAIT, wa
     client = "$RELAYBAY_HOOK" if splittable else launcher
     command = {"type": "command", "command": client, "timeout": COMMAND_TIMEOUT}
     wake_up = {"type": "command", "command": f"{client} wait", "asyncRewake": True, "timeout": wait + WAIT_MARGIN}
-    # The literal token, as in the commands: the hook works whatever environment the session
-    # was started in ("Bearer $RELAYBAY_TOKEN" with allowedEnvVars works too, but only where
-    # RELAYBAY_TOKEN is exported).
-    http_hook = {
-        "type": "http",
-        "url": f"{url.rstrip('/')}/api/hooks",
-        "headers": {"Authorization": f"Bearer {token}"},
-        "timeout": HTTP_TIMEOUT,
-    }
     hooks = {}
     for event in EVENTS:
-        # SessionStart accepts only command hooks; it also carries RELAYBAY_SESSION. The
-        # PermissionRequest hook waits for the owner across a relaybay restart: the client's.
-        handler = http_hook if http and event not in ("SessionStart", "PermissionRequest") else handler_of(event, command)
+        # Command hooks only: a hook speaks for a running session with its process's proof
+        # (docs/rules.md §1.5), and Claude Code interpolates no CLAUDE_CODE_MESSAGING_TOKEN into
+        # an http hook's headers (it is on its list of credentials), so an http hook cannot.
+        handler = handler_of(event, command)
         hooks[event] = group(event, [handler, wake_up] if event == "Stop" else [handler])
     return {"env": {"RELAYBAY_HOOK": launcher, "RELAYBAY_HOOK_CONFIG": str(config)}, "hooks": hooks}
 
@@ -202,10 +193,7 @@ class Command(BaseCommand):
         "plus the wake-up hook on Stop (asyncRewake), which wakes an idle interactive session when mail arrives. "
         "The settings' `env` names the client ($RELAYBAY_HOOK) and its configuration file in relaybay's data "
         "folder (RELAYBAY_HOOK_CONFIG: address, token, options; 0600), so the command lines hold no configuration. "
-        "With --http the hooks after SessionStart are Claude Code http hooks posting to /api/hooks "
-        "(no process per event, no spool when relaybay is down) with the token written literally in "
-        "their Authorization header; SessionStart and the wake-up stay command hooks, as Claude Code "
-        "requires. The same file also holds the `mcpServers` entry for relaybay's MCP server: Claude Code "
+        "The same file also holds the `mcpServers` entry for relaybay's MCP server: Claude Code "
         "reads hooks from `--settings FILE` and MCP servers from `--mcp-config FILE`, so pass the one file "
         "to both. The MCP server is bin/relaybay-mcp, a small local process per session (stdlib only) that forwards "
         "its MCP messages to relaybay's /mcp with the proof of the claude process and keeps the tools through a "
@@ -219,7 +207,6 @@ class Command(BaseCommand):
     requires_system_checks = []
 
     def add_arguments(self, parser):
-        parser.add_argument("--http", action="store_true", help="Use http hooks where Claude Code allows them.")
         parser.add_argument("--mcp", action="store_true", help="Print the --mcp-config JSON for the MCP server alone.")
         parser.add_argument(
             "--mcp-http",
@@ -283,7 +270,6 @@ class Command(BaseCommand):
             config = hook_settings(
                 url=url,
                 token=token,
-                http=options["http"],
                 session=options["session"],
                 wait=options["wait"],
                 wait_unattended=options["wait_unattended"],
