@@ -10,9 +10,6 @@ from pathlib import Path
 from .base import Caller, Engine, Wake
 from .installed import SERVER, Connection, has_hook_client, mcp_kind, read_json
 
-# The first words of the block install/connectors/codex.py writes into config.toml.
-CONFIG_BLOCK = "# relaybay: added by `manage.py connect codex`"
-
 # Where Codex names the calling session in a tool call's _meta (seen, 0.171.0).
 MCP_META = "x-codex-turn-metadata"
 # The lines of a patch in apply_patch's format that name a file.
@@ -72,11 +69,11 @@ class Codex(Engine):
             connection.how.append("hooks")
             connection.paths.append(hooks_path)
         try:
-            text = config_path.read_text()
-            server = (tomllib.loads(text).get("mcp_servers") or {}).get(SERVER) if CONFIG_BLOCK in text else None
+            server = (tomllib.loads(config_path.read_text()).get("mcp_servers") or {}).get(SERVER)
         except (OSError, tomllib.TOMLDecodeError):
             server = None
-        if server is not None:
+        # relaybay's entry is the forwarder (or, from an earlier connect, its /mcp over http).
+        if mcp_kind(server) in ("bin/relaybay-mcp", "http /mcp"):
             connection.how.append(f"MCP server: {mcp_kind(server)}")
             connection.paths.append(config_path)
         return connection if connection.how else None

@@ -6,12 +6,13 @@ hook client while it was down."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from engines import claude_code, codex, installed
 from engines.gemini import ENGINE as GEMINI
-from install.connectors import claude as claude_connector, codex as codex_connector, json_settings
+from install.connectors import claude as claude_connector, config_files, json_settings
 from tests.board_fixtures import board, named_session, owner  # noqa: F401
 from tests.e2e.claude_cli import claude_bin
 from tests.live_server import MANAGE, REPO_ROOT, LiveRelaybay, server_env, start_relaybay, stop_relaybay
@@ -111,5 +112,6 @@ def test_the_boards_footer_shows_live_sessions_connections_and_what_is_spooled(b
 
 def test_the_marks_status_reads_are_the_ones_connect_writes():
     assert claude_code.PLUGIN == claude_connector.PLUGIN
-    assert codex_connector.BLOCK_START.startswith(codex.CONFIG_BLOCK)
+    # Codex's entry is found by what it is: the forwarder connect writes.
+    assert installed.mcp_kind(config_files.mcp_server(Path("/data/hook-config/x.conf"))) == "bin/relaybay-mcp"
     assert json_settings.SERVER == installed.SERVER and f"manage.py connect {GEMINI.connect_name}" in json_settings.mark(GEMINI)
