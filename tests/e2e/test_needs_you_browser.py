@@ -118,3 +118,38 @@ def test_needs_you_and_sessions_fit_a_phones_width(browser, live):
         box = buttons.nth(i).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
     context.close()
+
+
+def test_a_sessions_page_events_files_and_search_fit_a_phones_width(browser, live):
+    """Their tables scroll sideways in their own box: the page is never wider than the screen,
+    and whatever reaches past its edge is inside a box that scrolls and ends within it."""
+    live.hook("PreToolUse", "hook-web", tool_name="Bash", tool_input={"command": LONG})
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    log_in(page, live)
+    page.get_by_role("link", name="web", exact=True).first.click()
+    page.wait_for_url("**/sessions/*/")
+    session_path = page.url.removeprefix(live.url)
+    for path, name in ((session_path, "session"), ("/events/", "events"), ("/files/", "files"), ("/search/?q=web", "search")):
+        page.goto(f"{live.url}{path}")
+        shot(page, f"phone-{name}")
+        found = page.evaluate(
+            """() => {
+              const width = document.documentElement.clientWidth;
+              const loose = [];
+              for (const el of document.querySelectorAll("body *")) {
+                const box = el.getBoundingClientRect();
+                if (!box.width || box.right <= width + 0.5) continue;
+                let up = el.parentElement, held = false;
+                while (up && !held) {
+                  const style = getComputedStyle(up);
+                  held = ["auto", "scroll"].includes(style.overflowX) && up.getBoundingClientRect().right <= width + 0.5;
+                  up = up.parentElement;
+                }
+                if (!held) loose.push(el.tagName.toLowerCase() + "." + el.className + " " + Math.round(box.right));
+              }
+              return {width: width, scroll: document.documentElement.scrollWidth, loose: loose.slice(0, 10)};
+            }"""
+        )
+        assert found["scroll"] <= found["width"] and not found["loose"], (path, found)
+    context.close()
