@@ -111,6 +111,11 @@ def served_hosts(extra, bind_host):
 
 
 ALLOWED_HOSTS = served_hosts(os.environ.get("RELAYBAY_ALLOWED_HOSTS", ""), RELAYBAY_HOST)
+# A reverse proxy in front terminates TLS (relaybay/serve.py, docs/scale-out.md): it says so
+# with X-Forwarded-Proto, so the board's login form is checked against its https:// origin.
+RELAYBAY_BEHIND_TLS_PROXY = envbool("RELAYBAY_BEHIND_TLS_PROXY")
+if RELAYBAY_BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "daphne",
