@@ -2,7 +2,7 @@
 import sys
 
 from relaybay_hook import env, printed
-from relaybay_hook.conn import HOOKS_PATH, NotRelaybay, Unreachable, error_text, http_request, unavailable
+from relaybay_hook.conn import HOOKS_PATH, CertificateRefused, NotRelaybay, Unreachable, error_text, http_request, unavailable
 from relaybay_hook.output import err, exit_now, out
 from relaybay_hook.proof import hook_headers
 
@@ -276,6 +276,10 @@ def event_mode(engine=None):
     except NotRelaybay as exc:
         err(str(exc))
         notices += _told(_impostor_notice(spool_path, str(exc)), spool_path)
+        return _answer(None, notices + _told(_keep(spool_path, payload), spool_path))
+    except CertificateRefused as exc:
+        # Said at every event, in the terminal: it does not pass by itself, as an outage does.
+        notices += _told([str(exc)], spool_path)
         return _answer(None, notices + _told(_keep(spool_path, payload), spool_path))
     except Unreachable:
         status, body = None, None

@@ -18,6 +18,11 @@ class NotRelaybay(Unreachable):
     was sent to it, and nothing it says is read."""
 
 
+class CertificateRefused(Unreachable):
+    """relaybay's https certificate does not verify against the trusted CAs (RELAYBAY_CAFILE, or
+    the system's): nothing was sent."""
+
+
 def unavailable(status):
     # a proxy answering for a relaybay that is down: treat like "cannot be reached"
     return status in (502, 503, 504)
@@ -188,7 +193,7 @@ def http_request(method, path, body=None, headers=(), timeout=10.0, url=None, an
         request += body
     try:
         sock = _connect(scheme, host, port, deadline)
-    except NotRelaybay:
+    except (NotRelaybay, CertificateRefused):
         raise
     except (OSError, ValueError) as exc:
         raise Unreachable(str(exc) or exc.__class__.__name__)
@@ -218,9 +223,16 @@ def _connect_tls(host, port, deadline):
     raw = socket.create_connection((host, port), max(deadline - time.monotonic(), 0.001))
     ctx = ssl.create_default_context()
     cafile = env.setting('RELAYBAY_CAFILE')
-    if cafile:
-        ctx.load_verify_locations(cafile)
-    return ctx.wrap_socket(raw, server_hostname=host)
+    try:
+        if cafile:
+            ctx.load_verify_locations(cafile)
+        return ctx.wrap_socket(raw, server_hostname=host)
+    except (ssl.SSLCertVerificationError, FileNotFoundError) as exc:
+        raw.close()
+        raise CertificateRefused(
+            'relaybay at %s:%s is not trusted: %s (trusted: %s). Set RELAYBAY_CAFILE to the CA '
+            'certificate relaybay is served with; events are kept until it verifies.'
+            % (host, port, getattr(exc, 'verify_message', None) or exc, cafile or "the system's CAs"))
 
 
 def error_text(status, body):
