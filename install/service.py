@@ -14,6 +14,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -54,13 +55,29 @@ class Service:
 
 
 def this_relaybay(host=None, port=None):
-    """The relaybay `make run` would serve from this checkout, with this virtualenv's python."""
-    host = host or os.environ.get("RELAYBAY_HOST") or "127.0.0.1"
-    port = int(port or os.environ.get("RELAYBAY_PORT") or 8000)
+    """The relaybay `make run` serves from this checkout, with this virtualenv's python: at the
+    address given, else RELAYBAY_HOST/RELAYBAY_PORT, else the one `make run` recorded in
+    data/address (where every connected CLI reaches it), else 127.0.0.1:8000."""
+    recorded = recorded_address()
+    host = host or os.environ.get("RELAYBAY_HOST") or recorded[0] or "127.0.0.1"
+    port = int(port or os.environ.get("RELAYBAY_PORT") or recorded[1] or 8000)
     carried = {name: os.environ[name] for name in CARRIED if os.environ.get(name)}
     # The virtualenv's own python (not the interpreter it links to): it finds the venv's packages.
     python = str(Path(sys.prefix) / "bin" / "python")
     return Service(Path(settings.BASE_DIR), python, host, port, Path(settings.DATA_DIR).resolve(), carried)
+
+
+def recorded_address():
+    """(host, port) of data/address, as the server was asked to bind them; (None, None) when
+    there is none or it is not an http address."""
+    try:
+        parts = urlsplit(Path(settings.RELAYBAY_ADDRESS_FILE).read_text().strip())
+        port = parts.port
+    except (OSError, ValueError):
+        return None, None
+    if parts.scheme != "http" or not parts.hostname or not port:
+        return None, None
+    return parts.hostname, port
 
 
 @dataclass

@@ -136,3 +136,19 @@ def test_a_path_with_spaces_and_percent_signs_is_written_as_systemd_reads_it(tmp
     verified = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert verified.returncode == 0, verified.stderr
     assert f'Environment="RELAYBAY_DATA={data.resolve()}"' in printed.stdout.replace("%%", "%")
+
+
+def test_the_service_serves_where_make_run_recorded_relaybay(tmp_path):
+    """After `make run PORT=8231` (data/address) the unit serves at that port, where every CLI
+    was connected; --port still chooses another."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    (data / "address").write_text("http://127.0.0.1:8231\n")
+    found = unit_settings(service(tmp_path, data, "install", "--platform", "linux", "--print").stdout)
+    assert "RELAYBAY_PORT=8231" in found["Environment"] and "RELAYBAY_HOST=127.0.0.1" in found["Environment"]
+    assert shlex.split(found["ExecStart"][0])[-3:-1] == ["-p", "8231"]
+    chosen = unit_settings(service(tmp_path, data, "install", "--platform", "linux", "--print", port=8232).stdout)
+    assert "RELAYBAY_PORT=8232" in chosen["Environment"]
+    (data / "address").write_text("not an address\n")
+    fallback = unit_settings(service(tmp_path, data, "install", "--platform", "linux", "--print").stdout)
+    assert "RELAYBAY_PORT=8000" in fallback["Environment"]

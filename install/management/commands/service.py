@@ -21,8 +21,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=["install", "uninstall", "restart", "status"])
-        parser.add_argument("--host", help="The address to serve at (default RELAYBAY_HOST or 127.0.0.1, as `make run`).")
-        parser.add_argument("--port", type=int, help="The port (default RELAYBAY_PORT or 8000, as `make run`).")
+        parser.add_argument("--host", help="The address to serve at (default RELAYBAY_HOST, else the one `make run` recorded in data/address, else 127.0.0.1).")
+        parser.add_argument("--port", type=int, help="The port (default RELAYBAY_PORT, else the one `make run` recorded in data/address, else 8000).")
         parser.add_argument(
             "--platform", choices=sorted(login_service.PLATFORMS), help="Write the other system's file (default: this system's)."
         )
