@@ -19,7 +19,10 @@ from ninja.security import HttpBearer
 
 from .errors import ErrorCode, RelaybayError, error_body
 
-TOKEN_REFUSED = "Missing or wrong token: send Authorization: Bearer <RELAYBAY_TOKEN> (python manage.py claude_config prints it)."
+TOKEN_REFUSED = (
+    "Missing or wrong token: send Authorization: Bearer <RELAYBAY_TOKEN> (the agents' token, kept in data/token); "
+    "a CLI connected with an old one: run `.venv/bin/python manage.py connect claude|codex|gemini` again."
+)
 OWNER_TOKEN_REFUSED = (
     "Missing or wrong token: this route is the owner's; send Authorization: Bearer <the owner token> "
     "(kept in data/owner-token, or RELAYBAY_OWNER_TOKEN)."

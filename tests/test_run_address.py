@@ -125,4 +125,4 @@ def test_the_owner_password_is_shown_once_then_where_to_find_or_reset_it(setting
     assert password in first and "shown once" in first
     again = start()
     assert password not in again
-    assert str(tmp_path / "owner-password") in again and "manage.py changepassword owner" in again
+    assert str(tmp_path / "owner-password") in again and ".venv/bin/python manage.py changepassword owner" in again

@@ -42,7 +42,7 @@ class Command(BaseCommand):
             User.objects.create_superuser(username=username, password=created, email="")
             write_private(password_file, created + "\n")
         owner = User.objects.filter(is_staff=True).order_by("id").first()
-        reset = f"python manage.py changepassword {owner.username}"
+        reset = f".venv/bin/python manage.py changepassword {owner.username}"
         if created:
             login = f"user {owner.username!r}, password {created!r} (shown once; kept in {password_file})"
         elif password_file.exists():
