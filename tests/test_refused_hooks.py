@@ -39,7 +39,7 @@ def test_a_hook_with_a_wrong_token_is_refused_and_the_board_warns(hook, board):
     assert response.status_code == 401
     shown = warning(board)
     assert "relaybay refused 1 hook call for a missing or wrong token" in shown
-    assert "python manage.py claude_config" in shown
+    assert "manage.py connect claude" in shown and "python manage.py claude_config" in shown
 
 
 def test_a_hook_without_a_token_counts_too(hook, board):
