@@ -169,6 +169,7 @@ def _check_cost(work, sessions, edits, checks):
     from django.utils import timezone
 
     from collisions import files, paths
+    from core import capabilities
     from collisions import edits as edit_check
     from engines import dialect_of
     from sessions_app.hooks.ingest import ingest_hook
@@ -195,7 +196,7 @@ def _check_cost(work, sessions, edits, checks):
             rows.append(FileEdit(session_id=link.session_id, path_key=place.path_key, file_key=place.file_key, path=place.path, root=place.root,
                                  repository=place.repository, hook_session=hook, tool="Edit", first_at=moment, last_at=moment))
     FileEdit.objects.bulk_create(rows, batch_size=2000)
-    if connection.vendor == "postgresql":
+    if capabilities.of(connection).plans_by_statistics:
         # As autovacuum would soon after such a load: without statistics PostgreSQL plans the
         # lookup by file as a walk of every live session's edits. SQLite gets none, as a running
         # relaybay has none.

@@ -91,8 +91,10 @@ def _feed_trigger_back():
 
     from django.db import connection
 
+    from core import capabilities
+
     batches = importlib.import_module("sessions_app.migrations.0011_feed_search_in_batches")
-    if connection.vendor != "sqlite":
+    if not capabilities.of(connection).feed_indexed_in_batches:
         raise SystemExit("the feed-trigger experiment is SQLite's: PostgreSQL has the trigger as shipped")
     with connection.cursor() as cursor:
         cursor.execute(batches.FEED_TRIGGER.replace("CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ", 1))

@@ -40,6 +40,8 @@ def run(backend_kind, runs, data_dir):
     backend = django_in_process(backend_kind, data_dir, "relaybay_bench_queries")
     from django.db import connection
 
+    from core import capabilities
+
     from sessions_app.hooks.ingest import ingest_hook
     from django.utils.timezone import now as timezone_now
 
@@ -125,7 +127,7 @@ def run(backend_kind, runs, data_dir):
             samples.append((time.perf_counter() - started) * 1000)
         return med(samples)
 
-    if connection.vendor == "sqlite":
+    if capabilities.of(connection).feed_indexed_in_batches:
         # As shipped, SQLite indexes feed rows in batches (sessions_app/search_index.py): the
         # trigger it had comes back for the "with" figure.
         batches = importlib.import_module("sessions_app.migrations.0011_feed_search_in_batches")
@@ -133,7 +135,7 @@ def run(backend_kind, runs, data_dir):
             cursor.execute(batches.FEED_TRIGGER)
     with_trigger = insert_events(200)
     with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
+        if capabilities.of(connection).feed_indexed_in_batches:
             cursor.execute("DROP TRIGGER IF EXISTS board_search_event_ai")
         else:
             cursor.execute("DROP TRIGGER IF EXISTS board_search_event ON sessions_app_event")

@@ -124,7 +124,7 @@ def measure(server, db, target, hook_session, rounds, writer):
 
     def listing(box):
         def call(client):
-            status, body, ms = client.request("GET", f"/api/messages_list?session={handle}&box={box}")
+            status, body, ms = client.request("GET", f"/api/messages_list?session={handle}&hook_session={hook_session}&box={box}")
             claimed["listed"] = len(json.loads(body).get("messages", [])) if status == 200 else -1
             return status, body, ms
         return call

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.utils.safestring import mark_safe
 
+from core import capabilities
+
 from sessions_app import directory
 from sessions_app import search_index
 from sessions_app.models import Comment, Event, Task
@@ -62,7 +64,7 @@ def _tsquery(terms):
 def _matches(terms, kind):
     """(ref, snippet) pairs of one kind, best first."""
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if capabilities.of(connection).search == "tsvector":
             # ts_headline would drop anything that looks like an HTML tag from the snippet,
             # so the snippet is cut here from the indexed text itself.
             cursor.execute(

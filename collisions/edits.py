@@ -18,7 +18,6 @@ from core.pings import ping
 
 from sessions_app import directory
 from sessions_app.feed import feed_row
-from sessions_app.hooks import delivery
 from sessions_app.hooks.delivery import Deliverable
 from sessions_app.hooks.steps import NOTHING, Check, Step
 from sessions_app.models import FileNotice, Session
@@ -57,11 +56,10 @@ def _reservation(reservation, now):
     return f"as {_clip(reservation.pattern)} until {files.until_text(reservation.expires_at, now)}{why}"
 
 
-def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None, ask_pending=False):
+def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None):
     """The edit check of one hook event (a PreToolUse of one of its CLI's edit tools; any other
     passes). A replayed one is long past: its edit is noted at the time it was spooled, nothing
-    answered. `ask_pending`: the hook will ask what waits for the session; the check asks it
-    with its own questions, in one statement (Check.pending)."""
+    answered."""
     if dialect.event != "PreToolUse":
         return NOTHING
     tool = payload.get("tool_name")
@@ -76,19 +74,15 @@ def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None, a
         return NOTHING
     check = Check()
     for place in places:
-        _check_place(check, link, tool, place, now, ask_pending)
+        _check_place(check, link, tool, place, now)
     return check
 
 
-def _check_place(check, link, tool, place, now, ask_pending):
+def _check_place(check, link, tool, place, now):
     # Two sessions' edits of one file on two processes take turns (PostgreSQL; SQLite's writers
     # already do): each sees the other's, so one of the two is warned, never neither.
     directory.serialize_on("file", place.file_key)
-    questions = files.others_questions(place, link.session_id, now)
-    if ask_pending and check.pending is None and questions is not None:
-        check.pending, (edited_there, held_there) = delivery.pending_and(link.session_id, questions)
-    else:
-        edited_there, held_there = files.others_there(questions)
+    edited_there, held_there = files.others_there(place, link.session_id, now)
     held = files.holding(place, link.session_id, now) if held_there else []
     holders = Session.objects.in_bulk({r.session_id for r in held}) if held else {}
     exclusive = [r for r in held if r.exclusive]

@@ -2,22 +2,19 @@
 (the collision rule), the reservations in force (the reservation rule), the writes on them, and
 what the board reads of them. Paths only: no file's content is read or stored.
 
-The rules that run on every edit are statements built once (core/compiled.py) and one upsert:
-an edit with nothing to say costs three statements (bench/edit_collisions.py, docs/benchmarks.md).
+An edit with nothing to say costs its hook one question (others_there) and one write (record_edit).
 """
 
-import functools
 import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Count
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, F
 from django.utils import timezone
 
-from core.compiled import Statement, compiled
 from core.errors import ErrorCode, InvalidInput, Refused
 from core.inputs import clean_text
 from core.pings import ping
@@ -58,13 +55,9 @@ class Edited:
     tool: str
 
 
-@compiled
-def _edits_of_file(file_key: str, since: datetime):
-    return (
-        FileEdit.objects.filter(file_key=file_key, last_at__gte=since, session_id__in=_live_sessions())
-        .order_by("-last_at")
-        .values_list("session_id", "path", "root", "last_at", "tool")
-    )
+def _edits_of_file(file_key, now):
+    edits = FileEdit.objects.filter(file_key=file_key, last_at__gte=window_start(now), session_id__in=_live_sessions())
+    return edits.order_by("-last_at").values_list("session_id", "path", "root", "last_at", "tool")
 
 
 @dataclass
@@ -81,7 +74,7 @@ class Collisions:
 
 def collisions(place, session_id, now):
     """The collision rule (docs/rules.md §7.1), decided here alone."""
-    edits = [Edited(*row) for row in _edits_of_file(place.file_key, window_start(now))]
+    edits = [Edited(*row) for row in _edits_of_file(place.file_key, now)]
     mine = next((e.at for e in edits if e.session_id == session_id and e.path == place.path), None)
     found = Collisions(mine=mine)
     for edit in edits:
@@ -106,15 +99,6 @@ class Held:
     expires_at: datetime
 
 
-@compiled
-def _held_in(root: str, now: datetime):
-    return (
-        FileReservation.objects.filter(root=root, ended_at=None, expires_at__gt=now, session_id__in=_live_sessions())
-        .order_by("pk")
-        .values_list("pk", "session_id", "pattern", "exclusive", "reason", "expires_at")
-    )
-
-
 def in_force(now):
     """Every reservation in force: not ended, not expired, its session live (docs/rules.md §7.3)."""
     return FileReservation.objects.filter(ended_at=None, expires_at__gt=now, session_id__in=_live_sessions())
@@ -123,89 +107,41 @@ def in_force(now):
 def holding(place, session_id, now):
     """The reservation rule (docs/rules.md §7.3): the reservations of other live sessions in force
     over the file, exclusive ones first."""
-    held = [Held(*row) for row in _held_in(place.root, now) if row[1] != session_id and paths.matches(row[2], place.relative)]
+    rows = in_force(now).filter(root=place.root).order_by("pk").values_list("pk", "session_id", "pattern", "exclusive", "reason", "expires_at")
+    held = [Held(*row) for row in rows if row[1] != session_id and paths.matches(row[2], place.relative)]
     return sorted(held, key=lambda r: (not r.exclusive, r.expires_at))
 
 
 # --- Anything to look at? ---------------------------------------------------------------------
 
 
-@functools.cache
-def _others_statements(vendor):
-    """Whether another session edited a file (its `file_key`) within the window, and whether
-    another holds a reservation in force in its tree: the rules above without their last
-    conditions (the session live, the glob matching), so each is one index lookup, compiled once.
-    What they find, the rules decide."""
-    others_edits = Statement(
-        lambda file_key, since, session_id: FileEdit.objects.filter(file_key=file_key, last_at__gte=since)
-        .exclude(session_id=session_id)
-        .order_by()
-        .values_list("pk")[:1],
-        (str, datetime, int),
-    )
-    others_held = Statement(
-        lambda root, now, session_id: FileReservation.objects.filter(root=root, ended_at=None, expires_at__gt=now)
-        .exclude(session_id=session_id)
-        .order_by()
-        .values_list("pk")[:1],
-        (str, datetime, int),
-    )
-    return others_edits, others_held
-
-
-def others_questions(place, session_id, now):
-    """Whether another live session edited the file lately, and whether another holds reservations
-    in its tree: two questions (the SQL of a subquery and its parameters) that every edit asks,
-    in the statement of delivery.pending_and when its hook asks what waits too. Most edits find
-    neither, and the rules (collisions, holding) run only for what they find. None for values
-    the statements are not proven for: then the rules decide."""
-    statements = _others_statements(connection.vendor)
-    values = [(place.file_key, window_start(now), session_id), (place.root, now, session_id)]
-    if not all(statement.proves(asked) for statement, asked in zip(statements, values)):
-        return None
-    return [(statement.sql, statement.params(asked)) for statement, asked in zip(statements, values)]
-
-
-def others_there(questions):
-    """The answers to others_questions, asked on their own."""
-    if questions is None:
-        return True, True
-    sql = "SELECT " + ", ".join(f"EXISTS({question})" for question, _ in questions)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [param for _, params in questions for param in params])
-        return tuple(bool(answer) for answer in cursor.fetchone())
+def others_there(place, session_id, now):
+    """Whether another session edited the file lately, and whether another holds a reservation
+    in force in its tree: the rules above without their last conditions (the session live, the
+    glob matching), each one index lookup, asked in one query (on the session's own row). Every
+    edit asks; most find neither, and the rules (collisions, holding) run only for what they find."""
+    others_edits = FileEdit.objects.filter(file_key=place.file_key, last_at__gte=window_start(now)).exclude(session_id=session_id)
+    others_held = FileReservation.objects.filter(root=place.root, ended_at=None, expires_at__gt=now).exclude(session_id=session_id)
+    asked = Session.objects.filter(pk=session_id).values_list(Exists(others_edits), Exists(others_held))
+    return asked.first() or (False, False)
 
 
 # --- Writing an edit -------------------------------------------------------------------------
 
 
-_UPSERTS = {}
-
-
-def _upsert_sql():
-    """One statement that adds a session's edit of a file or counts it on the row it has: every
-    edit writes it, and the ORM's update_or_create would take two statements and a savepoint."""
-    sql = _UPSERTS.get(connection.vendor)
-    if sql is None:
-        quote = connection.ops.quote_name
-        table = quote(FileEdit._meta.db_table)
-        columns = ["session_id", "path_key", "file_key", "path", "root", "repository", "hook_session", "tool", "edits", "first_at", "last_at"]
-        again = ["file_key", "root", "repository", "hook_session", "tool", "last_at"]
-        sql = _UPSERTS[connection.vendor] = (
-            f"INSERT INTO {table} ({', '.join(map(quote, columns))}) VALUES ({', '.join(['%s'] * len(columns))}) "
-            f"ON CONFLICT ({quote('session_id')}, {quote('path_key')}) DO UPDATE SET "
-            + ", ".join(f"{quote(c)} = excluded.{quote(c)}" for c in again)
-            + f", {quote('edits')} = {table}.{quote('edits')} + 1"
-        )
-    return sql
-
-
 def record_edit(place, *, session_id, hook_session, tool, now):
-    """Note that the session edits the file now (its path only)."""
-    moment = connection.ops.adapt_datetimefield_value(now)
-    values = [session_id, place.path_key, place.file_key, place.path, place.root, place.repository, hook_session, tool, 1, moment, moment]
-    with connection.cursor() as cursor:
-        cursor.execute(_upsert_sql(), values)
+    """Note that the session edits the file now (its path only): its row for the file counted
+    once more, or made on its first edit of it."""
+    again = dict(file_key=place.file_key, root=place.root, repository=place.repository, hook_session=hook_session, tool=tool, last_at=now)
+    mine = FileEdit.objects.filter(session_id=session_id, path_key=place.path_key)
+    if mine.update(edits=F("edits") + 1, **again):
+        return
+    try:
+        with transaction.atomic():
+            FileEdit.objects.create(session_id=session_id, path_key=place.path_key, path=place.path, edits=1, first_at=now, **again)
+    except IntegrityError:
+        # Another hook of the session made the row first: count this edit on it.
+        mine.update(edits=F("edits") + 1, **again)
 
 
 def notify_editing(recipients, *, editor, place, now):

@@ -7,7 +7,6 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.compiled import compiled, insert_all
 from core.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
 from core.pings import ping
 from core.inputs import clean_text, parse_id
@@ -91,14 +90,14 @@ def resolve_sender(claim):
         # The hook id names its row; an old id of a row that is live under another exact
         # link must not pass for it, exactly as its name without that link's id would not.
         # (A live exact link is its row's only one: link_hook_session ends the others.)
-        if not link.carries_deliveries and directory.live_exact_link(link.session) is not None:
+        if not link.live_exact and directory.live_exact_link(link.session) is not None:
             raise SenderRefused(_linked_elsewhere(link.session.public_name))
-        verified = link.carries_deliveries
+        verified = link.live_exact
         return Caller(link.session, link.session.public_name, verified, _proving(link) if verified else "")
     # The named row is looked up once; a row made for a name that a refusal below rejects is
     # rolled back with the caller's transaction.
     row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
-    if link is not None and link.carries_deliveries and link.session_id != row.pk:
+    if link is not None and link.live_exact and link.session_id != row.pk:
         raise SenderRefused(
             f'Hook session {hook_session} goes by "{link.session.public_name}", not by "{name}". '
             f'Write as "{link.session.public_name}" (or leave session out), or call session_link with "{name}" '
@@ -347,7 +346,7 @@ def _write_messages(*, sender, to, body, task, parent, now, broadcast=None, also
         )
         _check_fits(message)
         messages.append(message)
-    insert_all(messages)
+    SessionMessage.objects.bulk_create(messages)
     feed = []
     marks = {"verified": sender.verified, "depth": messages[0].depth}
     if broadcast is not None:
@@ -541,21 +540,11 @@ def resolve_reader(claim, process=""):
     return Caller(row, row.public_name, verified)
 
 
-# An ack without message_id marks the caller's unread relaybay messages: those delivered to it
-# when its proof holds, else every one. Compiled (core/compiled.py): built by the ORM on every
-# ack, the query would take 0.60 ms of an ack's 0.87 in process.
-def _unread_mail(recipient_id):
-    return SessionMessage.objects.filter(recipient_id=recipient_id, read_at=None, channel=SessionMessage.Channel.MCP)
-
-
-@compiled
-def _unread(recipient_id: int):
-    return _unread_mail(recipient_id)
-
-
-@compiled
-def _unread_delivered(recipient_id: int):
-    return _unread_mail(recipient_id).exclude(delivered_at=None)
+def _unread_mail(recipient_id, *, delivered_only):
+    """What an ack without message_id marks: the caller's unread relaybay messages, those
+    delivered to it when its proof holds (`delivered_only`), else every one."""
+    unread = SessionMessage.objects.filter(recipient_id=recipient_id, read_at=None, channel=SessionMessage.Channel.MCP)
+    return list(unread.exclude(delivered_at=None) if delivered_only else unread)
 
 
 def _mark_read(messages, *, reader, verified):
@@ -601,7 +590,7 @@ def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_s
                 raise Refused(f"M-{message.pk} is not addressed to {row.handle}; you can only acknowledge your own mail.", code=ErrorCode.NOT_YOUR_MAIL)
             messages = [message]
         else:
-            messages = _unread_delivered(row.pk) if verified else _unread(row.pk)
+            messages = _unread_mail(row.pk, delivered_only=verified)
         marked = _mark_read(messages, reader=row, verified=verified)
     return AckResult(row, marked, verified)
 

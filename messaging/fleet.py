@@ -3,20 +3,16 @@ the recipient's inbound policy and its unread cap. The send and broadcast action
 inside their transaction, once the sender's sends take turns on every process (serialize_on);
 the recipient's inbox is locked too before its cap is judged.
 
-The checks run on every send, so their queries are compiled once (core/compiled.py).
-
 Each check reads the database, never one process's memory: two repeats arriving at two
 processes at the same moment see each other's committed rows.
 """
 
-import functools
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import Q
 
-from core.compiled import Compiled, compiled, insert
 from core.errors import ErrorCode, InvalidInput, RateLimited
 from sessions_app import directory
 from sessions_app.models import Session
@@ -44,11 +40,10 @@ def check_rate(process, now):
         )
 
 
-@compiled(settings=("RELAYBAY_SENDS_PER_MINUTE",))
-def _slots_taken(process: str, since: datetime):
+def _slots_taken(process, since):
     """When the process's calls since `since` were accepted, oldest first, up to the limit."""
     window = Dispatch.objects.filter(process=process, created_at__gt=since)
-    return window.order_by("created_at").values_list("created_at", flat=True)[: settings.RELAYBAY_SENDS_PER_MINUTE]
+    return list(window.order_by("created_at").values_list("created_at", flat=True)[: settings.RELAYBAY_SENDS_PER_MINUTE])
 
 
 def clean_request_id(request_id):
@@ -83,7 +78,7 @@ def keep_answer(dispatch, request_id, answer):
 
 def record_dispatch(sender, kind, request_id, now):
     """The accepted call's row: its rate slot (by the caller's process) and its request id."""
-    return insert(Dispatch(sender=sender.row, process=sender.process, kind=kind, request_id=request_id, created_at=now))
+    return Dispatch.objects.create(sender=sender.row, process=sender.process, kind=kind, request_id=request_id, created_at=now)
 
 
 def first_of_duplicate(sender_row, recipient, body, now):
@@ -93,25 +88,17 @@ def first_of_duplicate(sender_row, recipient, body, now):
 
 def firsts_of_duplicates(sender_row, recipients, body, now):
     """first_of_duplicate for each of a broadcast's recipients, in one statement: {recipient id: message}."""
-    ids = [row.pk for row in recipients]
-    found = _same_text(len(ids))(sender_row.pk, now - timedelta(seconds=settings.RELAYBAY_DEDUPE_SECONDS), body, *ids)
+    same = SessionMessage.objects.filter(
+        sender_id=sender_row.pk,
+        recipient_id__in=[row.pk for row in recipients],
+        created_at__gt=now - timedelta(seconds=settings.RELAYBAY_DEDUPE_SECONDS),
+        body=body,
+        channel=SessionMessage.Channel.MCP,
+    )
     firsts = {}
-    for message in found:  # oldest first
+    for message in same.order_by("id"):  # oldest first
         firsts.setdefault(message.recipient_id, message)
     return firsts
-
-
-@functools.cache
-def _same_text(count):
-    """The statement for `count` recipients, compiled once (a fleet has a few sizes)."""
-
-    def same(sender_id, since, body, *recipient_ids):
-        same = SessionMessage.objects.filter(
-            sender_id=sender_id, recipient_id__in=recipient_ids, created_at__gt=since, body=body, channel=SessionMessage.Channel.MCP
-        )
-        return same.order_by("id")
-
-    return Compiled(same, kinds=(int, datetime, str, *[int] * count))
 
 
 def lock_inboxes(recipients):
@@ -129,10 +116,9 @@ def waiting_for(recipient_id, now):
     return SessionMessage.objects.filter(live, recipient_id=recipient_id, delivered_at=None, read_at=None, channel=SessionMessage.Channel.MCP)
 
 
-@compiled(settings=("RELAYBAY_UNREAD_CAP",))
-def _waiting_up_to_cap(recipient_id: int, now: datetime):
+def _waiting_up_to_cap(recipient_id, now):
     """The ids of the messages waiting for the recipient, up to its unread cap."""
-    return waiting_for(recipient_id, now).values_list("pk", flat=True)[: settings.RELAYBAY_UNREAD_CAP]
+    return list(waiting_for(recipient_id, now).values_list("pk", flat=True)[: settings.RELAYBAY_UNREAD_CAP])
 
 
 @dataclass

@@ -1,12 +1,10 @@
 """Reads and formatting for messages: normalising and quoting bodies, frames, marks."""
 
-import functools
 import json
 import re
 
 from django.utils import timezone
 
-from core.compiled import Compiled
 from sessions_app.hooks.claude_native import RELAYBAY_MESSAGE
 from sessions_app.directory import NOT_DELIVERABLE, ON_ITS_WAY, arrival, attach_tasks
 
@@ -162,13 +160,11 @@ def native_summary(message):
 
 def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
     """A page of `row`'s messages, newest first, each with what message_summary reads."""
-    values = (row.pk, task.pk) if task is not None else (row.pk,)
     found = {}
     for side in ("inbox", "sent") if box == "all" else (box,):
         # Each side walks its own index; one OR of the two would walk every id downwards.
-        page_of, parties_of = _page(side, unread_only, task is not None, limit)
-        messages = page_of(*values)
-        _attach_parties(messages, parties_of(*values) if messages else [], known=row)
+        messages = list(_page(row, side, unread_only=unread_only, task=task, limit=limit))
+        _attach_parties(messages, known=row)
         found.update((m.pk, m) for m in messages)
     found = sorted(found.values(), key=lambda m: -m.pk)[:limit]
     attach_tasks(found)
@@ -176,37 +172,29 @@ def list_messages(row, *, box="inbox", unread_only=False, task=None, limit=20):
     return found
 
 
-@functools.cache
-def _page(box, unread_only, by_task, limit):
-    """The inbox or sent page of one shape, and the rows of the other party of its messages
-    (their senders, or their recipients), each compiled once (core/compiled.py): every
-    messages_list call asks for them, and building them cost more than answering them. Their
-    parameters: the row's id, then the task's if `by_task`."""
-    from sessions_app.models import Session
-
+def _page(row, box, *, unread_only, task, limit):
+    """The inbox or sent page of `row`'s messages, newest first."""
     from .models import SessionMessage
 
-    def page(row_id, *task_id):
-        whose = {"recipient_id": row_id} if box == "inbox" else {"sender_id": row_id}
-        messages = SessionMessage.objects.filter(**whose)
-        if unread_only:
-            # Native messages have no read mark: Claude Code delivers them, relaybay watches.
-            messages = messages.filter(read_at=None, channel=SessionMessage.Channel.MCP)
-        if by_task:
-            messages = messages.filter(task_id=task_id[0])
-        return messages.order_by("-id")[:limit]
-
-    def parties(*values):
-        return Session.objects.filter(pk__in=page(*values).values("sender_id" if box == "inbox" else "recipient_id"))
-
-    kinds = (int, int) if by_task else (int,)
-    return Compiled(page, kinds=kinds), Compiled(parties, kinds=kinds)
+    whose = {"recipient_id": row.pk} if box == "inbox" else {"sender_id": row.pk}
+    messages = SessionMessage.objects.filter(**whose)
+    if unread_only:
+        # Native messages have no read mark: Claude Code delivers them, relaybay watches.
+        messages = messages.filter(read_at=None, channel=SessionMessage.Channel.MCP)
+    if task is not None:
+        messages = messages.filter(task_id=task.pk)
+    return messages.order_by("-id")[:limit]
 
 
-def _attach_parties(messages, parties, *, known):
-    """Each message's sender and recipient rows (`known`, or one of `parties`), as
-    select_related would join them: their current names label the message."""
-    rows = {row.pk: row for row in parties}
+def _attach_parties(messages, *, known):
+    """Each message's sender and recipient rows (`known`, or the other party, loaded in one
+    query for the page): their current names label the message."""
+    from sessions_app.models import Session
+
+    others = {m.sender_id for m in messages} | {m.recipient_id for m in messages}
+    others.discard(None)
+    others.discard(known.pk)
+    rows = Session.objects.in_bulk(others) if others else {}
     rows[known.pk] = known
     for message in messages:
         # A row gone between the two reads is gone for the message too: its name as sent stands.

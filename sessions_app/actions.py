@@ -8,7 +8,6 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.compiled import compiled
 from core.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
 from core.pings import ping, send_to_group
 from core.inputs import clean_text, is_identifier_text, parse_id
@@ -98,7 +97,7 @@ class LinkResult:
 
     @property
     def verified(self):
-        return self.link is not None and self.link.exact and self.link.live
+        return self.link is not None and self.link.live_exact
 
 
 def link_hook_session(row, hook_session, *, process=""):
@@ -108,7 +107,7 @@ def link_hook_session(row, hook_session, *, process=""):
     Refused, writing nothing, when another row's live exact link holds the id, unless that
     row is the session's own hook row and `process`, the caller's proof, is the link's.
     """
-    link = _link_to_move.first(hook_session)
+    link = HookLink.objects.select_for_update().filter(hook_session=hook_session).first()
     if link is None:
         return LinkResult(None, moved=False)
     if not (link.session_id == row.pk and link.exact):
@@ -128,7 +127,7 @@ def link_hook_session(row, hook_session, *, process=""):
         previous = link.session
         # A hook row with no other link is this session's own: it goes where the session goes.
         own_row = previous.kind == Session.Kind.HOOK and not previous.links.exclude(pk=link.pk).exists()
-        if link.exact and link.live and not (own_row and process and link.process_proof == process):
+        if link.live_exact and not (own_row and process and link.process_proof == process):
             raise Refused(
                 f"Hook session {hook_session} is linked to another live session ({previous.handle}); "
                 "name that session, or use your own hook session id (CLAUDE_CODE_SESSION_ID).",
@@ -145,7 +144,7 @@ def link_hook_session(row, hook_session, *, process=""):
             _hand_over(previous, row)
         moved = True
     if moved:
-        for old in row.links.live().filter(exact=True).exclude(pk=link.pk):
+        for old in row.links.live_exact().exclude(pk=link.pk):
             old.state = HookLink.State.ENDED
             old.save(update_fields=["state"])
         if link.cwd and not row.folder:
@@ -163,14 +162,6 @@ def link_hook_session(row, hook_session, *, process=""):
         directory.with_links(row)
     link.session = row
     return LinkResult(link, moved=moved)
-
-
-@compiled
-def _link_to_move(hook_session: str):
-    """The hook id's link, locked until commit (PostgreSQL) while link_hook_session decides.
-    Every verified call that names its sender asks it: compiled once (core/compiled.py);
-    its row is loaded only when the link moves."""
-    return HookLink.objects.select_for_update().filter(hook_session=hook_session)
 
 
 def _hand_over(old, new):

@@ -1,6 +1,5 @@
 """Reads and formatting for sessions: name lookup, link state, the texts hooks deliver."""
 
-import functools
 import os
 import re
 from datetime import timedelta
@@ -12,8 +11,7 @@ from django.db.models import OuterRef, Prefetch, Q, Subquery
 from django.utils import timezone
 
 import engines
-from core import guidance
-from core.compiled import Compiled, compiled
+from core import capabilities, guidance
 from core.errors import InvalidInput
 from core.inputs import check_identifier, is_identifier_text, parse_id
 
@@ -59,7 +57,7 @@ def hook_session_of_process(proof):
     `proof` with (it moves to the new id after /clear or /resume), or None."""
     if not proof:
         return None
-    return _process_hook_session.first(proof)
+    return HookLink.objects.filter(process_proof=proof).order_by("pk").values_list("hook_session", flat=True).first()
 
 
 def proven_hook_session(hook_session, proof):
@@ -69,38 +67,17 @@ def proven_hook_session(hook_session, proof):
     return (hook_session or "").strip() or hook_session_of_process(proof) or hook_session
 
 
-@compiled
-def _process_hook_session(proof: str):
-    return HookLink.objects.filter(process_proof=proof).order_by("pk").values_list("hook_session", flat=True)
-
-
-@compiled
-def _link_by_hook_id(hook_session: str):
-    return HookLink.objects.filter(hook_session=hook_session)
-
-
-@compiled
-def _row_by_pk(pk: int):
-    return Session.objects.filter(pk=pk)
-
-
 def link_of(hook_session, *, with_session=False):
-    """The hook id's link (hook_session is unique), or None; `with_session` loads its row too.
-    Asked on every hook and every verified call, so compiled once (core/compiled.py)."""
-    link = _link_by_hook_id.first(hook_session) if hook_session else None
-    if link is not None and with_session:
-        HookLink.session.field.set_cached_value(link, _row_by_pk.first(link.session_id))
-    return link
-
-
-@compiled
-def _live_exact_links(session_id: int):
-    return HookLink.objects.live().filter(session_id=session_id, exact=True).order_by("pk")
+    """The hook id's link (hook_session is unique), or None; `with_session` loads its row too."""
+    if not hook_session:
+        return None
+    links = HookLink.objects.filter(hook_session=hook_session)
+    return (links.select_related("session") if with_session else links).first()
 
 
 def live_exact_link(row):
     """The row's live exact link (a row has one at most), or None."""
-    return _live_exact_links.first(row.pk)
+    return HookLink.objects.live_exact().filter(session_id=row.pk).order_by("pk").first()
 
 
 def serialize_on(*key):
@@ -109,7 +86,7 @@ def serialize_on(*key):
     (READ COMMITTED, several processes): a transaction-level advisory lock. SQLite: nothing
     to do, its IMMEDIATE transactions already let one writer in at a time. Call inside a
     transaction."""
-    if connection.vendor == "postgresql":
+    if capabilities.of(connection).advisory_locks:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["\n".join(key)])
 
@@ -128,8 +105,11 @@ def find_sessions(name):
     handle = HANDLE_RE.match(name)
     pk = (parse_id(handle.group(1)) or 0) if handle else 0
     key = fold_name(name)
-    # Only a name that is a socket asks for one: the index holds every link without a socket.
-    rows = _rows_by_socket(name, key, pk, socket) if socket else _rows_going_by(name, key, pk)
+    going_by = _going_by(name, key, pk)
+    if socket:
+        # Only a name that is a socket asks for one: the index holds every link without a socket.
+        going_by |= Q(pk__in=HookLink.objects.live().filter(native_socket=socket).values("session_id"))
+    rows = list(Session.objects.filter(going_by))
     for row in rows:
         with_links(row)
     return rows
@@ -145,33 +125,15 @@ def _going_by(name, key, pk):
     return match | Q(pk=pk)
 
 
-@compiled
-def _rows_going_by(name: str, key: str, pk: int):
-    return Session.objects.filter(_going_by(name, key, pk))
-
-
-@compiled
-def _rows_by_socket(name: str, key: str, pk: int, socket: str):
-    """A name that is a messaging socket: also the row whose live link holds that socket."""
-    by_socket = Q(pk__in=HookLink.objects.live().filter(native_socket=socket).values("session_id"))
-    return Session.objects.filter(_going_by(name, key, pk) | by_socket)
-
-
 # How a row's links are loaded, for a list (sessions_with_links) or a name's rows (with_links):
 # newest first, the order current_link reads them in.
 LINKS_NEWEST_FIRST = HookLink.objects.order_by("-id")
 
 
-@compiled
-def _links_newest_first(session_id: int):
-    return LINKS_NEWEST_FIRST.filter(session_id=session_id)
-
-
 def with_links(row):
     """`row` with its links loaded newest first (Session.newest_links), as sessions_with_links
-    loads them for a list (a statement compiled once, for the one or two rows a name or a call
-    gives)."""
-    _give_links([row], _links_newest_first(row.pk))
+    loads them for a list."""
+    _give_links([row], LINKS_NEWEST_FIRST.filter(session_id=row.pk))
     return row
 
 
@@ -218,64 +180,34 @@ SHOWN_OF_LINKS = ("session_id", "exact", "state", "agent_wakes", "waiter", "wait
 def listed_sessions(*, task=None, folder="", engine="", live_only=False, limit=LIST_LIMIT, shown_only=False):
     """The rows of a task, of a folder, of an engine, or live only, most recently seen first (at most
     `limit`; None: all), each with its task and the links current_link chooses from: what
-    sessions_list shows and whom a broadcast reaches. Its two statements are compiled once per
-    shape (core/compiled.py): Django's prefetch would build a query with every row's id and a
-    related manager per row, which makes listing 82 rows 1.7x as slow.
+    sessions_list shows and whom a broadcast reaches, in three queries however many rows.
     `shown_only` reads only the columns a summary shows (SHOWN, SHOWN_OF_LINKS), the others
-    left deferred: with every column, sessions_list of 85 rows takes 1.40x as long in process
-    and 1.36x as long over http at 45 rows (bench experiment `all-columns`)."""
-    rows_of, links_of = _listing(task is not None, bool(folder), live_only, limit, shown_only, bool(engine))
-    values = ([task.pk] if task is not None else []) + ([folder] if folder else []) + ([engine] if engine else [])
-    rows = rows_of(*values)
-    _give_links(rows, links_of(*values), attr="speaking_links")
-    attach_tasks(rows)
-    return rows
-
-
-@functools.cache
-def _listing(by_task, by_folder, live_only, limit, shown_only, by_engine=False):
-    """listed_sessions' two statements for one shape: the rows, and the links current_link
-    chooses from. Their parameters: the task's id if `by_task`, then the folder if `by_folder`,
-    then the engine if `by_engine`."""
-    kinds = (int,) * by_task + (str,) * by_folder + (str,) * by_engine
-
-    def listed(*values):
-        values = list(values)
-        found = Session.objects.live() if live_only else Session.objects.all()
-        if by_task:
-            found = found.filter(task_id=values.pop(0))
-        if by_folder:
-            found = found.filter(folder=values.pop(0))
-        if by_engine:
-            found = found.filter(engine=values.pop(0))
-        return found.order_by("-last_seen_at", "-id")
-
-    def rows(*values):
-        return listed(*values)[:limit]
-
-    def shown_rows(*values):
-        return rows(*values).only(*SHOWN) if shown_only else rows(*values)
-
-    def links(*values):
-        # Only what current_link chooses from: each row's newest link, and its live exact one
-        # (a row has one at most). Every link a row ever had (one per /clear, restart or new
-        # session id) would make a list of 20 rows with 50 links each 17x as slow as with one.
-        # The rows' restriction stands outside the OR, so PostgreSQL too reads the listed
-        # rows' links by index rather than filtering every link there is; the newest is looked
-        # up once per row, not once per link (on PostgreSQL 2.5 against 0.94 ms for a list of
-        # 20 rows with 50 links each).
-        newest = HookLink.objects.filter(session_id=OuterRef("pk")).order_by("-id").values("pk")[:1]
-        newest_of_rows = listed(*values).annotate(newest=Subquery(newest))[:limit].values("newest")
-        live_exact = Q(exact=True, state__in=HookLink.LIVE_STATES)
-        links = LINKS_NEWEST_FIRST.filter(Q(session_id__in=rows(*values).values("pk")), Q(pk__in=newest_of_rows) | live_exact)
-        return links.only(*SHOWN_OF_LINKS) if shown_only else links
-
-    return Compiled(shown_rows, kinds=kinds), Compiled(links, kinds=kinds)
+    left deferred (docs/benchmarks.md)."""
+    listed = Session.objects.live() if live_only else Session.objects.all()
+    if task is not None:
+        listed = listed.filter(task_id=task.pk)
+    if folder:
+        listed = listed.filter(folder=folder)
+    if engine:
+        listed = listed.filter(engine=engine)
+    listed = listed.order_by("-last_seen_at", "-id")
+    rows = listed[:limit]
+    rows_read = list(rows.only(*SHOWN) if shown_only else rows)
+    # Only what current_link chooses from: each row's newest link, and its live exact one (a
+    # row has one at most), not every link a row ever had (one per /clear, restart or new
+    # session id). The rows' restriction stands outside the OR, so PostgreSQL too reads the
+    # listed rows' links by index rather than filtering every link there is; the newest is
+    # looked up once per row, not once per link.
+    newest = HookLink.objects.filter(session_id=OuterRef("pk")).order_by("-id").values("pk")[:1]
+    newest_of_rows = listed.annotate(newest=Subquery(newest))[:limit].values("newest")
+    links = LINKS_NEWEST_FIRST.filter(Q(session_id__in=rows.values("pk")), Q(pk__in=newest_of_rows) | HookLink.LIVE_EXACT)
+    _give_links(rows_read, links.only(*SHOWN_OF_LINKS) if shown_only else links, attr="speaking_links")
+    attach_tasks(rows_read)
+    return rows_read
 
 
 def attach_tasks(objects):
-    """Each object's task row (rows or messages), in one query for them all: what
-    select_related would join, for a list read by a compiled statement."""
+    """Each object's task row (rows or messages), in one query for them all."""
     wanted = {obj.task_id for obj in objects if obj.task_id}
     tasks = Task.objects.in_bulk(wanted) if wanted else {}
     for obj in objects:
@@ -290,7 +222,7 @@ def current_link(session):
     if links is None:
         links = session.newest_links()
     for link in links:
-        if link.exact and link.live:
+        if link.live_exact:
             return link
     return links[0] if links else None
 
@@ -425,8 +357,7 @@ def identity_text(link):
 def session_summary(session):
     """What discovery shows of a row: names and state, never a hook id. sessions_list reads
     only SHOWN of its rows and SHOWN_OF_LINKS of their links for it (and for
-    why_not_deliverable): a field read here beyond those is read row by row, which
-    tests/test_compiled.py catches."""
+    why_not_deliverable): a field read here beyond those is read row by row."""
     exactness, state = link_state(session)
     return {
         "handle": session.handle,

@@ -1,9 +1,6 @@
 """What a write leaves behind besides its rows: the feed row of what happened, and the wake-up
 of a session whose wake-up hook waits. The refresh pings themselves are core.pings'."""
 
-import functools
-
-from core.compiled import Compiled, insert, insert_all
 from core.pings import send_to_group, wake_waiters
 
 from . import search_index
@@ -11,9 +8,9 @@ from .models import Event, HookLink
 
 
 def record_event(name, **fields):
-    """Write one feed row (an INSERT compiled once: every hook and every send writes some);
-    `fields` as feed_row takes them."""
-    row = insert(feed_row(name, **fields))
+    """Write one feed row; `fields` as feed_row takes them."""
+    row = feed_row(name, **fields)
+    row.save(force_insert=True)
     search_index.keep_up([row])
     return row
 
@@ -21,7 +18,7 @@ def record_event(name, **fields):
 def record_events(rows):
     """Write feed rows made by feed_row, with one INSERT. Their search entries follow in
     batches on SQLite (sessions_app/search_index.py)."""
-    insert_all(rows)
+    Event.objects.bulk_create(rows)
     search_index.keep_up(rows)
     return rows
 
@@ -49,15 +46,5 @@ def wake_session(session, send=send_to_group):
 def wake_sessions(sessions, send=send_to_group):
     """wake_session for each of a broadcast's recipients, asked in one statement."""
     if sessions:
-        wake_waiters(_waiting_hooks(len(sessions))(*[row.pk for row in sessions]), send=send)
-
-
-@functools.cache
-def _waiting_hooks(count):
-    """The statement for `count` rows, compiled once (a fleet has a few sizes)."""
-
-    def waiting(*session_ids):
-        waiting = HookLink.objects.filter(session_id__in=session_ids, exact=True, state=HookLink.State.IDLE).exclude(waiter="")
-        return waiting.values_list("hook_session", flat=True)
-
-    return Compiled(waiting, kinds=(int,) * count)
+        waiting = HookLink.objects.filter(session_id__in=[row.pk for row in sessions], exact=True, state=HookLink.State.IDLE).exclude(waiter="")
+        wake_waiters(list(waiting.values_list("hook_session", flat=True)), send=send)

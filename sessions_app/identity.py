@@ -71,7 +71,7 @@ def speaks_for(link, process, now):
 def running_holder(row, process, now, *, besides=None):
     """The row's live exact link held by another running Claude Code process than `process`,
     or None: what keeps a name from being taken."""
-    for link in row.links.live().filter(exact=True):
+    for link in row.links.live_exact():
         if link.pk != getattr(besides, "pk", None) and (not process or link.process_proof != process) and process_running(link, now):
             return link
     return None

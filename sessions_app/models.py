@@ -176,6 +176,10 @@ class HookLinkQuerySet(models.QuerySet):
     def live(self):
         return self.filter(state__in=HookLink.LIVE_STATES)
 
+    def live_exact(self):
+        """The links that speak for their rows: exact and live (a row has one at most)."""
+        return self.filter(HookLink.LIVE_EXACT)
+
 
 class HookLink(models.Model):
     """Ties one Claude Code session id to one session row (docs/rules.md §1.2)."""
@@ -187,6 +191,8 @@ class HookLink(models.Model):
 
     # A link is live while its Claude Code session runs: the one definition of "live".
     LIVE_STATES = (State.BUSY, State.IDLE)
+    # A live exact link speaks for its row: hooks carry its deliveries, calls naming it are verified.
+    LIVE_EXACT = Q(exact=True, state__in=LIVE_STATES)
 
     hook_session = models.CharField(max_length=200, unique=True)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="links", db_index=False)  # hooklink_newest leads with it
@@ -243,7 +249,8 @@ class HookLink(models.Model):
         return self.state in self.LIVE_STATES
 
     @property
-    def carries_deliveries(self):
+    def live_exact(self):
+        """HookLink.LIVE_EXACT, of this link as loaded."""
         return self.exact and self.live
 
 

@@ -20,6 +20,8 @@ import importlib
 
 from django.db import connection, transaction
 
+from core import capabilities
+
 CATCH_UP_EVERY = 1000
 
 _search = importlib.import_module("sessions_app.migrations.0002_board_search")
@@ -37,7 +39,7 @@ INDEX_AFTER = (
 def catch_up():
     """Index every feed row written since the newest indexed one; returns how many. (On
     PostgreSQL the trigger has indexed each already.)"""
-    if connection.vendor != "sqlite":
+    if not capabilities.of(connection).feed_indexed_in_batches:
         return 0
     with transaction.atomic(), connection.cursor() as cursor:
         return index_newer(cursor)

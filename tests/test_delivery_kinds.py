@@ -1,6 +1,6 @@
 """What a hook can carry comes in registered kinds (sessions_app/hooks/delivery.py): comments
 from sessions_app, messages from messaging. "Pending" is written once per kind, as its
-`waiting` queryset; the one query every hook asks is compiled from those querysets."""
+`waiting` queryset; the one query every hook asks is built from those querysets."""
 
 import itertools
 import re
@@ -70,7 +70,6 @@ def test_what_waits_is_found_through_the_pending_index_not_by_walking_delivered_
     shape: message_pending leads with the columns both questions test, so it outranks
     message_unread whatever their creation order, and message_offered holds only the offered."""
     from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     from messaging import fleet
 
@@ -82,16 +81,22 @@ def test_what_waits_is_found_through_the_pending_index_not_by_walking_delivered_
         for i in range(30)
     )
     waiting = SessionMessage.objects.create(sender=other, sender_name="other", recipient=me, recipient_name="me", body="new")
-    delivery.pending(other.pk), fleet._waiting_up_to_cap(other.pk, now)  # their statements built
-    with CaptureQueriesContext(connection) as asked:
+    asked = []
+
+    def keep(execute, sql, params, many, context):
+        asked.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(keep):
         assert [kind.name for kind in delivery.pending(me.pk)] == ["message"]
         assert fleet._waiting_up_to_cap(me.pk, now) == [waiting.pk]
     with connection.cursor() as cursor:
         columns = connection.introspection.get_constraints(cursor, SessionMessage._meta.db_table)["message_pending"]["columns"]
         assert columns == ["recipient_id", "delivered_at", "id"]
         if connection.vendor == "sqlite":
-            for query in asked.captured_queries:
-                cursor.execute("EXPLAIN QUERY PLAN " + query["sql"])
+            # The statements as they run, their values bound as parameters.
+            for sql, params in asked:
+                cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
                 plan = [row[-1] for row in cursor.fetchall() if row[-1].startswith(("SEARCH", "SCAN")) and "sessions_app_session" not in row[-1] and "CONSTANT ROW" not in row[-1]]
                 assert plan and all(re.search(r"INDEX (message|comment|file_notice)_(pending|offered) ", step) for step in plan), plan
 

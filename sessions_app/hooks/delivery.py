@@ -18,22 +18,20 @@ each call) is *offered* until that client reports, with a later call, that it pr
 by the session's next hook (`Deliverable.due_again`), and the client prints no item twice.
 """
 
-import functools
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db import transaction
+from django.db.models import Exists, F, Q
 from django.utils import timezone
 
-from core.compiled import Statement
 from core.pings import ping
 
 from .. import directory, identity
 from ..feed import feed_row, record_event, record_events
-from ..models import Comment, HookLink
+from ..models import Comment, HookLink, Session
 
 BUDGET = 8000
 STOP_BLOCKS_PER_TURN = 3
@@ -188,59 +186,19 @@ def answer_size(kind, item, block):
     return len(Delivery([(kind, item, block)]).text())
 
 
-@functools.cache
-def _pending_statements(registered, vendor):
-    """Each kind's fresh items and those offered before a cutoff, as statements compiled once
-    (core/compiled.py): the kinds' own querysets, with the session id and the cutoff their
-    parameters."""
-    statements = []
-    for kind in registered:
-        statements.append(Statement(lambda session_id: kind.fresh(session_id).order_by().values_list("pk")[:1], (int,)))
-        statements.append(Statement(lambda session_id, cutoff: kind.offered_before(session_id, cutoff).order_by().values_list("pk")[:1], (int, datetime)))
-    return tuple(statements)
-
-
-def pending_sql(session_id, now):
-    """The one statement asking, for each kind, whether fresh items or items due again wait
-    (each an index of its own), and its parameters."""
-    statements = _pending_statements(kinds(), connection.vendor)
-    values = [(session_id,), (session_id, now - timedelta(seconds=settings.RELAYBAY_REOFFER_SECONDS))] * (len(statements) // 2)
-    sql = "SELECT " + ", ".join(f"EXISTS({statement.sql})" for statement in statements)
-    return sql, [param for statement, asked in zip(statements, values) for param in statement.params(asked)]
-
-
 def pending(session_id):
-    """The kinds that have something pending for the session (empty when nothing waits).
-    Every hook asks, and mostly hears no, so it is one statement, compiled once from the
-    kinds' querysets because building it with the ORM each time costs more than the database
-    takes to answer it."""
-    return pending_and(session_id)[0]
-
-
-def pending_and(session_id, questions=()):
-    """pending(), and the answers to `questions` asked in the same statement: each the SQL of a
-    subquery and its parameters, true when it finds a row (the edit check's, collisions/edits.py,
-    so an edit with nothing to say costs its hook no statement of its own)."""
+    """The kinds that have something pending for the session (empty when nothing waits). Every
+    hook asks, and mostly hears no: one query, on the session's own row, asks each kind for its
+    fresh items and for those due again (each an index of its own)."""
     registered = kinds()
     now = timezone.now()
-    if not _pending_statements(registered, connection.vendor)[0].proves((session_id,)):
-        waiting = tuple(kind for kind in registered if kind.waiting(session_id, now).exists())
-        return waiting, tuple(_exists(sql, params) for sql, params in questions)
-    sql, params = pending_sql(session_id, now)
-    for question, asked in questions:
-        sql += f", EXISTS({question})"
-        params += asked
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        found = cursor.fetchone()
-    waiting = tuple(kind for i, kind in enumerate(registered) if any(found[2 * i : 2 * i + 2]))
-    return waiting, tuple(bool(answer) for answer in found[2 * len(registered) :])
-
-
-def _exists(sql, params):
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT EXISTS({sql})", params)
-        return bool(cursor.fetchone()[0])
+    asked = []
+    for kind in registered:
+        asked += [Exists(kind.fresh(session_id)), Exists(kind.due_again(session_id, now))]
+    found = Session.objects.filter(pk=session_id).values_list(*asked).first()
+    if found is None:
+        return ()
+    return tuple(kind for i, kind in enumerate(registered) if found[2 * i] or found[2 * i + 1])
 
 
 def claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET):

@@ -247,7 +247,7 @@ def _link(hook_session, dialect, payload, process, now):
 
 def _delivers(link, dialect):
     """Whether this hook's answer may carry what waits for the session (docs/rules.md §2.2)."""
-    return link.carries_deliveries and (dialect.delivers_context or dialect.event == "Stop")
+    return link.live_exact and (dialect.delivers_context or dialect.event == "Stop")
 
 
 def _answer(link, dialect, payload, note, confirming, check=steps.NOTHING):
@@ -277,7 +277,7 @@ def _carried(link, dialect, payload, note, confirming, check):
     warned = delivery.context_answer(dialect, delivery.Delivery(), before=check.warning) if check.warning else {}
     if not _delivers(link, dialect):
         return warned
-    waiting = check.pending if check.pending is not None else delivery.pending(link.session_id)
+    waiting = delivery.pending(link.session_id)
     if not waiting:
         return warned
     if event_name == "Stop":
@@ -310,7 +310,7 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
         followed = steps.NOTHING_FOLLOWED if replay else steps.follow(link, dialect, payload, now)
         feed += followed.feed
         # Before the feed rows are written: the check's own go with them, in the one INSERT.
-        check = steps.check(link, dialect, payload, now, replay=replay, happened_at=spooled_at, ask_pending=not replay and _delivers(link, dialect))
+        check = steps.check(link, dialect, payload, now, replay=replay, happened_at=spooled_at)
         record_events([*feed, event, *check.feed])
         traffic = claude_native.read_native(payload)
         if traffic:

@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 class Check:
     """What a step decided of one hook event before its answer: a denial's reason, or a warning
     for the model (either may be empty), and the feed rows of what happened, for the hook to
-    write; `pending`: what waits for the session, when the step asked it for the hook."""
+    write."""
 
     deny: str = ""
     warning: str = ""
     feed: list = field(default_factory=list)
-    pending: tuple | None = None
 
     def deny_answer(self, dialect):
         return dialect.engine.denied(dialect.name, self.deny)
@@ -48,7 +47,7 @@ class Step:
         """A SessionEnd: the feed rows of what ended with the session."""
         return []
 
-    def check(self, link, dialect, payload, now, *, replay, happened_at, ask_pending):
+    def check(self, link, dialect, payload, now, *, replay, happened_at):
         """The check of one event before it is answered (a Check), NOTHING to let it pass."""
         return NOTHING
 

@@ -10,6 +10,8 @@ import unicodedata
 
 from django.db import migrations
 
+from core import capabilities
+
 SQLITE_FORWARD = [
     """CREATE VIRTUAL TABLE board_search USING fts5(
         kind UNINDEXED, ref UNINDEXED, title, body, tokenize = 'unicode61 remove_diacritics 2')""",
@@ -130,7 +132,7 @@ PG_BACKWARD = [
 
 def _run(statements):
     def run(apps, schema_editor):
-        for statement in statements[schema_editor.connection.vendor]:
+        for statement in statements[capabilities.of(schema_editor.connection).search]:
             schema_editor.execute(statement, params=None)
 
     return run
@@ -141,7 +143,7 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunPython(
-            _run({"sqlite": SQLITE_FORWARD, "postgresql": PG_FORWARD}),
-            _run({"sqlite": SQLITE_BACKWARD, "postgresql": PG_BACKWARD}),
+            _run({"fts5": SQLITE_FORWARD, "tsvector": PG_FORWARD}),
+            _run({"fts5": SQLITE_BACKWARD, "tsvector": PG_BACKWARD}),
         ),
     ]

@@ -4,11 +4,13 @@ import importlib
 
 from django.db import migrations, models
 
+from core import capabilities
+
 
 def _session_search_triggers(apps, schema_editor):
     """SQLite adds a NOT NULL column by remaking the table, which drops its triggers: the
     board's search index (0002) must keep following session rows."""
-    if schema_editor.connection.vendor != "sqlite":
+    if capabilities.of(schema_editor.connection).search != "fts5":
         return
     search = importlib.import_module("sessions_app.migrations.0002_board_search")
     for statement in search.SQLITE_FORWARD:

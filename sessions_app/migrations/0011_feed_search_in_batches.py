@@ -6,18 +6,20 @@ import importlib
 
 from django.db import migrations
 
+from core import capabilities
+
 SEARCH = importlib.import_module("sessions_app.migrations.0002_board_search")
 FEED_TRIGGER = next(s for s in SEARCH.SQLITE_FORWARD if s.startswith("CREATE TRIGGER board_search_event_ai "))
 
 
 def in_batches(apps, schema_editor):
-    if schema_editor.connection.vendor == "sqlite":
+    if capabilities.of(schema_editor.connection).feed_indexed_in_batches:
         schema_editor.execute("DROP TRIGGER IF EXISTS board_search_event_ai", params=None)
 
 
 def by_trigger(apps, schema_editor):
     """Back to the trigger: the rows not indexed yet are first."""
-    if schema_editor.connection.vendor == "sqlite":
+    if capabilities.of(schema_editor.connection).feed_indexed_in_batches:
         search_index = importlib.import_module("sessions_app.search_index")
         with schema_editor.connection.cursor() as cursor:
             search_index.index_newer(cursor)

@@ -9,13 +9,16 @@ import importlib
 from django.db import migrations
 from django.db.models import Q
 
+from core import capabilities
+
 NOT_STORED = "[not stored: message text]"
 SEARCH = importlib.import_module("sessions_app.migrations.0002_board_search")
 
 
-def _entry_again(cursor, vendor, event_id):
-    """Its search entry, if it has one, written again from the row as it is now."""
-    if vendor == "sqlite":
+def _entry_again(cursor, search, event_id):
+    """Its search entry, if it has one, written again from the row as it is now (`search`: the
+    database's kind of index, core/capabilities.py)."""
+    if search == "fts5":
         kind, code, _, title, body = SEARCH.SQLITE_SOURCES["sessions_app_event"]
         cursor.execute("SELECT 1 FROM board_search WHERE rowid = %s", [event_id * 4 + code])
         if cursor.fetchone() is None:
@@ -45,7 +48,7 @@ def text_not_stored(apps, schema_editor):
             kept = {key: NOT_STORED for key in ("tool_input", "tool_response", "error") if key in data and data[key] != NOT_STORED}
             if kept:
                 Event.objects.filter(pk=event.pk).update(data={**data, **kept})
-                _entry_again(cursor, schema_editor.connection.vendor, event.pk)
+                _entry_again(cursor, capabilities.of(schema_editor.connection).search, event.pk)
 
 
 class Migration(migrations.Migration):

@@ -7,6 +7,8 @@ import importlib
 
 from django.db import migrations
 
+from core import capabilities
+
 # As sessions_app.files has them when this is written: a migration keeps its own copy.
 EDIT_TOOLS = {"Edit": ("file_path",), "Write": ("file_path",), "MultiEdit": ("file_path",), "NotebookEdit": ("notebook_path",)}
 RESPONSE_KEPT = ("filePath", "file_path", "notebook_path", "type", "success")
@@ -36,7 +38,7 @@ def content_not_stored(apps, schema_editor):
             data = without_content(event.data)
             if data != event.data:
                 Event.objects.filter(pk=event.pk).update(data=data)
-                STRIPPED._entry_again(cursor, schema_editor.connection.vendor, event.pk)
+                STRIPPED._entry_again(cursor, capabilities.of(schema_editor.connection).search, event.pk)
 
 
 class Migration(migrations.Migration):

@@ -8,6 +8,8 @@ import importlib
 
 from django.db import migrations
 
+from core import capabilities
+
 # As sessions_app.files has them when this is written: a migration keeps its own copy.
 EDIT_TOOLS = {"write_file": ("file_path",), "replace": ("file_path",), "apply_patch": ("files",)}
 PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
@@ -54,7 +56,7 @@ def content_not_stored(apps, schema_editor):
             data = without_content(event.data)
             if data != event.data:
                 Event.objects.filter(pk=event.pk).update(data=data)
-                STRIPPED._entry_again(cursor, schema_editor.connection.vendor, event.pk)
+                STRIPPED._entry_again(cursor, capabilities.of(schema_editor.connection).search, event.pk)
 
 
 class Migration(migrations.Migration):
