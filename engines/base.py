@@ -12,15 +12,13 @@ module, as a database backend is one package whose features the ORM asks.
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from core.mcp_tools import CARRIES_MESSAGE_TEXT
+from core.mcp_tools import NAMES_CALLER
 
 from .installed import json_settings_connection
 
 # The events relaybay handles, by relaybay's names (Claude Code's); a CLI's other events are
 # recorded under their own name and change nothing.
 HANDLED = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd", "PermissionRequest")
-# relaybay's MCP tools that take the caller's hook_session (the ones that name their caller).
-NAMES_CALLER = frozenset(CARRIES_MESSAGE_TEXT) - {"sessions_list"}
 # The server name `manage.py connect` gives relaybay's MCP server in a CLI's configuration.
 MCP_SERVER = "relaybay"
 # What of an edit tool's call is kept in place of the file's content (docs/rules.md §7.2).

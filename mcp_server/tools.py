@@ -23,7 +23,8 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 import engines
-from core import guidance
+from core import guidance, mcp_tools
+from core.mcp_tools import TOOLS
 
 INSTRUCTIONS = """\
 relaybay carries messages between the owner's AI coding sessions; the owner sees every message \
@@ -59,19 +60,10 @@ WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 MARK = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-# The operations that name their caller, and whether they cannot go on without the proof.
-PROVEN = {
-    "message_send": False,
-    "message_broadcast": False,
-    "messages_list": False,
-    "message_ack": False,
-    "session_link": True,
-    "files_reserve": False,
-    "files_release": False,
-    "files_list": False,
-}
-# The operations that only read (the JSON API serves them as GET).
-READS = frozenset({"messages_list", "sessions_list", "files_list"})
+# Which operations name their caller (and whether they cannot go on without the proof), and
+# which only read: core/mcp_tools.py says so of each tool.
+PROVEN = {tool.name: tool.needs_proof for tool in TOOLS if tool.names_caller}
+READS = mcp_tools.READS
 
 
 def result(answer):

@@ -225,14 +225,34 @@ def test_every_mcp_tool_is_decided_as_carrying_message_text_or_not():
     import asyncio
 
     from core.limits import Limits
-    from core.mcp_tools import CARRIES_MESSAGE_TEXT
+    from core.mcp_tools import CARRIES_MESSAGE_TEXT, TOOLS
     from mcp_server.tools import build_server
     from sessions_app.hooks.claude_native import RELAYBAY_MESSAGE_TOOLS
 
     tools = asyncio.run(build_server(object(), limits=Limits()).list_tools())
-    assert {tool.name for tool in tools} == set(CARRIES_MESSAGE_TEXT)
+    assert {tool.name for tool in tools} == {tool.name for tool in TOOLS}
     # Any tool with a body parameter carries text.
     for tool in tools:
         if "body" in tool.input_schema["properties"]:
-            assert CARRIES_MESSAGE_TEXT[tool.name], tool.name
+            assert tool.name in CARRIES_MESSAGE_TEXT, tool.name
             assert f"mcp__relaybay__{tool.name}".endswith(RELAYBAY_MESSAGE_TOOLS)
+
+
+def test_each_transport_serves_the_tools_as_core_mcp_tools_describes_them():
+    """The tools are described once (core/mcp_tools.py): the http server has an operation for
+    each, the JSON API serves a tool that only reads as GET and the others as POST, and a tool
+    names its caller exactly when its schema takes hook_session."""
+    import asyncio
+
+    from core.api import api
+    from core.limits import Limits
+    from core.mcp_tools import BY_NAME, NAMES_CALLER, TOOLS
+    from mcp_server.http import OPERATIONS
+    from mcp_server.tools import build_server
+
+    assert set(OPERATIONS) == set(BY_NAME)
+    methods = {path.removeprefix("/api/"): set(ops) for path, ops in api.get_openapi_schema()["paths"].items()}
+    for tool in TOOLS:
+        assert methods[tool.name] == ({"get"} if tool.reads else {"post"}), tool.name
+    listed = asyncio.run(build_server(object(), limits=Limits()).list_tools())
+    assert {tool.name for tool in listed if "hook_session" in tool.input_schema["properties"]} == NAMES_CALLER

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from core.mcp_tools import CARRIES_MESSAGE_TEXT
+from core.mcp_tools import TOOLS
 
 SEND_TOOL = "SendMessage"
 # relaybay's own MCP tools whose calls carry message text, as Claude Code and Codex name them
 # (mcp__<server>__<tool>, whatever the server is called in the config) and other CLIs do
 # (mcp_<server>_<tool>).
-RELAYBAY_MESSAGE_TOOLS = tuple(f"_{tool}" for tool, carries in CARRIES_MESSAGE_TEXT.items() if carries)
+RELAYBAY_MESSAGE_TOOLS = tuple(f"_{tool.name}" for tool in TOOLS if tool.carries_message_text)
 NOT_STORED = "[not stored: message text]"
 # SendMessage's fields that hold no text: addressing and outcome. Every other field is text
 # or may quote it (`message` and `content` are the message, `summary` the sender's line about
