@@ -27,11 +27,12 @@ from . import export, pages, search
 from . import map as session_map
 from .pages import owner_required, render_board, task_param
 
+# Each keeps the rows whose badge (directory.current_link's state) says so.
 SESSION_STATES = {
-    "live": lambda qs: qs.live(),
-    "busy": lambda qs: qs.filter(links__state=HookLink.State.BUSY).distinct(),
-    "idle": lambda qs: qs.filter(links__state=HookLink.State.IDLE).distinct(),
-    "ended": lambda qs: qs.filter(links__isnull=False).not_live().distinct(),
+    "live": lambda qs: directory.with_current_state(qs).filter(current_state__in=HookLink.LIVE_STATES),
+    "busy": lambda qs: directory.with_current_state(qs).filter(current_state=HookLink.State.BUSY),
+    "idle": lambda qs: directory.with_current_state(qs).filter(current_state=HookLink.State.IDLE),
+    "ended": lambda qs: directory.with_current_state(qs).filter(current_state=HookLink.State.ENDED),
     "unlinked": lambda qs: qs.filter(links__isnull=True),
 }
 EVENT_KINDS = ["hook", "message", "comment", "link", "session", "task", "desktop", "file", "file_notice"]
@@ -281,7 +282,7 @@ def attach_session(request, pk):
     task = get_object_or_404(Task, pk=pk)
 
     def attach():
-        session = actions.resolve_one(request.POST.get("session", ""), what="session")
+        session = directory.resolve_one(request.POST.get("session", ""), what="session")
         return actions.do_update_session(session=session, task=task)
 
     _run(request, attach, "Session attached.")

@@ -70,7 +70,7 @@ def check_edit(link, dialect, payload, now, *, replay=False, happened_at=None):
     places = [place for place in (paths.place_of(p, payload.get("cwd"), reported) for p in given) if place is not None]
     if replay:
         for place in places:
-            files.record_edit(place, session_id=link.session_id, hook_session=link.hook_session, tool=tool, now=happened_at or now)
+            files.do_record_edit(place, session_id=link.session_id, hook_session=link.hook_session, tool=tool, now=happened_at or now)
         return NOTHING
     check = Check()
     for place in places:
@@ -105,7 +105,7 @@ def _check_place(check, link, tool, place, now):
         ping("files")
         return
     found = files.collisions(place, link.session_id, now) if edited_there else files.Collisions()
-    files.record_edit(place, session_id=link.session_id, hook_session=link.hook_session, tool=tool, now=now)
+    files.do_record_edit(place, session_id=link.session_id, hook_session=link.hook_session, tool=tool, now=now)
     if found.other_trees:
         ping("files")  # the board's "may conflict when merged": nobody is interrupted
     if not found.same_file and not held:
@@ -124,7 +124,7 @@ def _check_place(check, link, tool, place, now):
     check.warning = (
         f"relaybay: {_where(place)} is another live session's file too:\n" + "\n".join(lines) + f"\n{heard}Agree on who changes what before you go on."
     )
-    files.notify_editing(found.same_file, editor=sessions[link.session_id], place=place, now=now)
+    files.do_notify_editing(found.same_file, editor=sessions[link.session_id], place=place, now=now)
     check.feed.append(
         feed_row(
             "file.warned",
@@ -191,7 +191,7 @@ class EditStep(Step):
 
     def session_ended(self, link, reason, now):
         # Its reservations end with it (docs/rules.md §7.3).
-        return files.end_reservations(link, reason, now)
+        return files.do_end_reservations(link, reason, now)
 
     def check(self, link, dialect, payload, now, **options):
         return check_edit(link, dialect, payload, now, **options)

@@ -2,7 +2,7 @@
 (the collision rule), the reservations in force (the reservation rule), the writes on them, and
 what the board reads of them. Paths only: no file's content is read or stored.
 
-An edit with nothing to say costs its hook one question (others_there) and one write (record_edit).
+An edit with nothing to say costs its hook one question (others_there) and one write (do_record_edit).
 """
 
 import json
@@ -129,7 +129,7 @@ def others_there(place, session_id, now):
 # --- Writing an edit -------------------------------------------------------------------------
 
 
-def record_edit(place, *, session_id, hook_session, tool, now):
+def do_record_edit(place, *, session_id, hook_session, tool, now):
     """Note that the session edits the file now (its path only): its row for the file counted
     once more, or made on its first edit of it."""
     again = dict(file_key=place.file_key, root=place.root, repository=place.repository, hook_session=hook_session, tool=tool, last_at=now)
@@ -144,7 +144,7 @@ def record_edit(place, *, session_id, hook_session, tool, now):
         mine.update(edits=F("edits") + 1, **again)
 
 
-def notify_editing(recipients, *, editor, place, now):
+def do_notify_editing(recipients, *, editor, place, now):
     """Tell each session in `recipients` (Edited rows of the same file) at its next hook that
     `editor` is now editing a file it changed."""
     FileNotice.objects.bulk_create(
@@ -385,7 +385,7 @@ def do_break_reservation(*, reservation, now=None):
 KEEPS_RESERVATIONS = {"clear"}
 
 
-def end_reservations(link, reason, now):
+def do_end_reservations(link, reason, now):
     """A session ended (SessionEnd): its reservations end with it, unless it goes on (/clear) or
     another live link speaks for its row. The feed rows of what ended, for the hook to write."""
     if reason in KEEPS_RESERVATIONS or HookLink.objects.live().filter(session_id=link.session_id).exclude(pk=link.pk).exists():

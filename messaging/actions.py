@@ -9,15 +9,16 @@ from django.utils import timezone
 
 from core.errors import ErrorCode, InvalidInput, NotFound, Refused, SenderRefused
 from core.pings import ping
-from core.inputs import clean_text, parse_id
+from core.inputs import clean_text
 from sessions_app import directory, identity
 from sessions_app.directory import Arrival
-from sessions_app.actions import get_task, link_hook_session, named_row, resolve_one
+from sessions_app.actions import link_hook_session, named_row
+from sessions_app.directory import get_task, resolve_one
 from sessions_app.feed import feed_row, record_event, record_events, wake_session, wake_sessions
 from sessions_app.hooks.delivery import BUDGET, answer_size
 from sessions_app.models import HookLink, Session
 
-from . import fleet, formatting
+from . import fleet, formatting, reads
 from .deliverable import MESSAGES
 from .models import Dispatch, SessionMessage
 
@@ -139,17 +140,6 @@ def _check_fits(message):
         )
 
 
-def get_message(message_id):
-    ref = str(message_id).strip()
-    ref = ref[2:] if ref.upper().startswith("M-") else ref
-    if parse_id(ref) is None:
-        raise InvalidInput(f'"{clean_text(str(message_id))}" is not a message id; give the number, like 12 or M-12.')
-    message = SessionMessage.objects.select_related("sender", "recipient").filter(pk=parse_id(ref)).first()
-    if message is None:
-        raise NotFound(f"There is no message M-{ref}. messages_list shows your messages and their ids.")
-    return message
-
-
 SENDER_TOLD = {
     Arrival.NO_LINK: (
         "Not delivered: it never linked its own hook session, so no hook can carry this to it. "
@@ -244,7 +234,7 @@ class _ReplyTooDeep(Exception):
 def do_send_message(*, body, to=None, task=None, in_reply_to=None, request_id=None, session=None, session_title=None, hook_session=None):
     body = _check_body(body)
     request_id = fleet.clean_request_id(request_id)
-    parent = get_message(in_reply_to) if in_reply_to not in (None, "") else None
+    parent = reads.get_message(in_reply_to) if in_reply_to not in (None, "") else None
     try:
         return _send_message(
             body=body,
@@ -585,7 +575,7 @@ def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_s
         reader = resolve_reader(claim_of(session=session, session_title=session_title, hook_session=hook_session), process)
         row, verified = reader.row, reader.verified
         if message_id not in (None, ""):
-            message = get_message(message_id)
+            message = reads.get_message(message_id)
             if message.recipient_id != row.pk:
                 raise Refused(f"M-{message.pk} is not addressed to {row.handle}; you can only acknowledge your own mail.", code=ErrorCode.NOT_YOUR_MAIL)
             messages = [message]

@@ -7,7 +7,7 @@ from core.auth import AgentAuth, is_owner
 from core.limits import Limits
 from sessions_app import directory
 from sessions_app.directory import proven_hook_session
-from sessions_app.actions import get_task, resolve_one
+from sessions_app.directory import get_task, resolve_one
 from sessions_app.schemas import ERRORS, Error
 
 from . import actions, formatting

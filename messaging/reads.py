@@ -1,5 +1,5 @@
-"""The board's reads of messages: unread counts, marks and waiting reasons, the rows a
-session or a task shows, threads and the owner's Inbox."""
+"""Reads of messages: one message by its id, and the board's reads (unread counts, marks and
+waiting reasons, the rows a session or a task shows, threads and the owner's Inbox)."""
 
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -7,6 +7,8 @@ from datetime import timedelta
 from django.db.models import Count
 from django.utils import timezone
 
+from core.errors import InvalidInput, NotFound
+from core.inputs import clean_text, parse_id
 from sessions_app import directory
 from sessions_app.directory import Arrival
 
@@ -16,6 +18,19 @@ from .models import SessionMessage
 # Claude Code expires a held native message after this long (its default): the sender's
 # "expired" notice is never seen when the sender has exited by then.
 NATIVE_HOLD = timedelta(minutes=5)
+
+
+def get_message(message_id):
+    """A message by its id (12 or M-12)."""
+    ref = str(message_id).strip()
+    ref = ref[2:] if ref.upper().startswith("M-") else ref
+    if parse_id(ref) is None:
+        raise InvalidInput(f'"{clean_text(str(message_id))}" is not a message id; give the number, like 12 or M-12.')
+    message = SessionMessage.objects.select_related("sender", "recipient").filter(pk=parse_id(ref)).first()
+    if message is None:
+        raise NotFound(f"There is no message M-{ref}. messages_list shows your messages and their ids.")
+    return message
+
 
 def unread_counts(session_ids):
     """Messages to each row not yet read (the partial index on unread rows serves this)."""

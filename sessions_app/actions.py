@@ -8,9 +8,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from core.errors import Ambiguous, ErrorCode, InvalidInput, NotFound, Refused
+from core.errors import ErrorCode, InvalidInput, Refused
 from core.pings import ping, send_to_group
-from core.inputs import clean_text, is_identifier_text, parse_id
+from core.inputs import clean_text
 import engines
 
 from . import directory, identity
@@ -22,42 +22,13 @@ COMMENT_MAX = 4000
 ALIASES_MAX = 20
 
 
-def candidates_sentence(rows):
-    parts = []
-    for row in rows:
-        exactness, state = directory.link_state(row)
-        bits = [row.handle, f'"{row.public_name}"']
-        if row.desktop_id:
-            bits.append(f"desktop id {row.desktop_id}")
-        bits.append(f"{exactness} {state}".strip())
-        parts.append(" ".join(bits))
-    return "; ".join(parts)
-
-
-def _going_by(name):
-    """The one row going by `name`, or None; several is an error naming them."""
-    rows = directory.find_sessions(name)
-    if len(rows) > 1:
-        raise Ambiguous(f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.')
-    return rows[0] if rows else None
-
-
-def resolve_one(name, *, what="session"):
-    """The one row going by `name`, or a clear error (none found / several found)."""
-    name = directory.check_name(name, what=what)
-    row = _going_by(name)
-    if row is None:
-        raise NotFound(f'No session goes by "{name}". Use sessions_list to see the names you can use.')
-    return row
-
-
 def named_row(name, hook_session=None, *, kind):
     """The row a write names, made when no row goes by the name. The hook row of a running
     session naming itself by a name no row goes by takes that name (docs/rules.md §1.5).
     Call inside a transaction."""
     # Two first writes under one new name, on two processes, must not make two rows.
     directory.serialize_on("name", fold_name(name))
-    row = _going_by(name)
+    row = directory.one_going_by(name)
     if row is not None:
         return row, False
     link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first() if hook_session else None
@@ -456,25 +427,6 @@ def do_save_task(*, task=None, title, status=None):
             record_event("task.updated", data={"task": task.pk, "title": task.title, "status": task.status})
         ping("tasks", "sessions")
     return task
-
-
-def get_task(task_ref):
-    """A task by id or exact title."""
-    if task_ref in (None, ""):
-        return None
-    task_ref = str(task_ref).strip()
-    if parse_id(task_ref):
-        task = Task.objects.filter(pk=parse_id(task_ref)).first()
-        if task:
-            return task
-    if not is_identifier_text(task_ref):
-        raise NotFound(f'No task "{clean_text(task_ref)}". Give a task id or its exact title.')
-    tasks = list(Task.objects.filter(title__iexact=task_ref)[:2])
-    if len(tasks) == 1:
-        return tasks[0]
-    if len(tasks) > 1:
-        raise Ambiguous(f'Several tasks are titled "{task_ref}"; give the task id instead.')
-    raise NotFound(f'No task "{task_ref}". Give a task id or its exact title.')
 
 
 def do_note_unheard_session(*, engine, hook_session, now=None):

@@ -129,7 +129,7 @@ def _take_report(request, response, payload, process):
     if not report or not isinstance(hook_session, str) or not hook_session.strip():
         return
     inputs.check_identifier(hook_session, what="hook payload's session_id", max_length=IDENTIFIERS["session_id"])
-    taken = delivery.confirm_printed(hook_session, report, process)
+    taken = delivery.do_confirm_printed(hook_session, report, process)
     if taken:
         response.headers[CONFIRMED_HEADER] = " ".join(taken)
 
@@ -160,14 +160,14 @@ async def wait_for_delivery(
     report = request.headers.get(PRINTED_HEADER)
     if report:
         inputs.check_identifier(session_id, what="session_id", max_length=IDENTIFIERS["session_id"])
-        taken = await db_threads.run(delivery.confirm_printed, session_id, report, process)
+        taken = await db_threads.run(delivery.do_confirm_printed, session_id, report, process)
         if taken:
             response.headers[CONFIRMED_HEADER] = " ".join(taken)
-    if not await db_threads.run(delivery.register_waiter, session_id, waiter, process):
+    if not await db_threads.run(delivery.do_register_waiter, session_id, waiter, process):
         return {"status": delivery.WAKE_REPLACED}
 
     async def check():
-        outcome = await db_threads.run(lambda: delivery.claim_for_waiter(session_id, waiter, confirming=confirming, nudge=nudge))
+        outcome = await db_threads.run(lambda: delivery.do_claim_for_waiter(session_id, waiter, confirming=confirming, nudge=nudge))
         if outcome == delivery.WAKE_REPLACED:
             return {"status": "replaced"}
         if outcome == delivery.WAKE_PENDING:
@@ -191,7 +191,7 @@ async def wait_for_delivery(
         # No channel layer (Redis down or paused): nobody will wait, so no waiter stays
         # registered to tell senders the session is being woken. The error answers 503
         # (core/api.py); the hook client tries again within its bound.
-        await db_threads.run(delivery.forget_waiter, session_id, waiter)
+        await db_threads.run(delivery.do_forget_waiter, session_id, waiter)
         if isinstance(error, asyncio.TimeoutError):
             raise ChannelLayerTimeout(f"no answer within {pings.SEND_BOUND:g} s") from None
         raise
@@ -207,7 +207,7 @@ async def wait_for_delivery(
                 # The loop made one last check, for a write no wake reached. The hook's last
                 # poll (its bound reached) leaves nobody waiting: senders are told so.
                 if last:
-                    await db_threads.run(delivery.forget_waiter, session_id, waiter)
+                    await db_threads.run(delivery.do_forget_waiter, session_id, waiter)
                 return {"status": "timeout"}
             try:
                 message = await asyncio.wait_for(layer.receive(channel), remaining)
@@ -252,8 +252,8 @@ def register_desktop(request, data: DesktopIn):
     summary="Record a desktop-side message edge (never its text)",
 )
 def record_desktop_edge(request, data: DesktopEdgeIn):
-    sender = actions.resolve_one(data.sender, what="sender")
-    recipient = actions.resolve_one(data.recipient, what="recipient")
+    sender = directory.resolve_one(data.sender, what="sender")
+    recipient = directory.resolve_one(data.recipient, what="recipient")
     event = actions.do_record_desktop_edge(sender=sender, recipient=recipient)
     return {"event_id": event.pk, "sender": sender.handle, "recipient": recipient.handle}
 
@@ -266,6 +266,6 @@ def record_desktop_edge(request, data: DesktopEdgeIn):
     description="The owner's choice, as on the board: the owner token only.",
 )
 def set_inbound(request, handle: inputs.Name, data: InboundIn):
-    session = actions.resolve_one(handle, what="session")
+    session = directory.resolve_one(handle, what="session")
     changed = actions.do_set_inbound_policy(session=session, policy=data.policy)
     return {"session": session.handle, "policy": data.policy, "changed": bool(changed)}

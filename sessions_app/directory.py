@@ -1,6 +1,5 @@
-"""Reads and formatting for sessions: name lookup, link state, the texts hooks deliver."""
+"""Reads and formatting for sessions: name and task lookup, link state, the texts hooks deliver."""
 
-import os
 import re
 from datetime import timedelta
 from enum import StrEnum
@@ -8,12 +7,13 @@ from enum import StrEnum
 from django.conf import settings
 from django.db import connection
 from django.db.models import OuterRef, Prefetch, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 import engines
 from core import capabilities, guidance
-from core.errors import InvalidInput
-from core.inputs import check_identifier, is_identifier_text, parse_id
+from core.errors import Ambiguous, InvalidInput, NotFound
+from core.inputs import check_identifier, clean_text, is_identifier_text, parse_id
 
 from . import identity
 from .hooks.claude_native import socket_path
@@ -105,7 +105,7 @@ def find_sessions(name):
     handle = HANDLE_RE.match(name)
     pk = (parse_id(handle.group(1)) or 0) if handle else 0
     key = fold_name(name)
-    going_by = _going_by(name, key, pk)
+    going_by = _names_match(name, key, pk)
     if socket:
         # Only a name that is a socket asks for one: the index holds every link without a socket.
         going_by |= Q(pk__in=HookLink.objects.live().filter(native_socket=socket).values("session_id"))
@@ -115,7 +115,7 @@ def find_sessions(name):
     return rows
 
 
-def _going_by(name, key, pk):
+def _names_match(name, key, pk):
     """Its title or an alias (folded: `key`), desktop id, a hook id, a live native name, or its
     S-<id> handle (none when `pk` is 0). Every term is an index lookup: the names by SessionName's
     index, not by scanning every row's name_keys."""
@@ -123,6 +123,54 @@ def _going_by(name, key, pk):
     match |= Q(pk__in=HookLink.objects.filter(hook_session=name).values("session_id"))
     match |= Q(pk__in=HookLink.objects.live().filter(native_name_key=key).values("session_id"))
     return match | Q(pk=pk)
+
+
+def candidates_sentence(rows):
+    parts = []
+    for row in rows:
+        exactness, state = link_state(row)
+        bits = [row.handle, f'"{row.public_name}"']
+        if row.desktop_id:
+            bits.append(f"desktop id {row.desktop_id}")
+        bits.append(f"{exactness} {state}".strip())
+        parts.append(" ".join(bits))
+    return "; ".join(parts)
+
+
+def one_going_by(name):
+    """The one row going by `name`, or None; several is an error naming them."""
+    rows = find_sessions(name)
+    if len(rows) > 1:
+        raise Ambiguous(f'Several sessions go by "{name}": {candidates_sentence(rows)}. Name one by its S-<id> handle.')
+    return rows[0] if rows else None
+
+
+def resolve_one(name, *, what="session"):
+    """The one row going by `name`, or a clear error (none found / several found)."""
+    name = check_name(name, what=what)
+    row = one_going_by(name)
+    if row is None:
+        raise NotFound(f'No session goes by "{name}". Use sessions_list to see the names you can use.')
+    return row
+
+
+def get_task(task_ref):
+    """A task by id or exact title."""
+    if task_ref in (None, ""):
+        return None
+    task_ref = str(task_ref).strip()
+    if parse_id(task_ref):
+        task = Task.objects.filter(pk=parse_id(task_ref)).first()
+        if task:
+            return task
+    if not is_identifier_text(task_ref):
+        raise NotFound(f'No task "{clean_text(task_ref)}". Give a task id or its exact title.')
+    tasks = list(Task.objects.filter(title__iexact=task_ref)[:2])
+    if len(tasks) == 1:
+        return tasks[0]
+    if len(tasks) > 1:
+        raise Ambiguous(f'Several tasks are titled "{task_ref}"; give the task id instead.')
+    raise NotFound(f'No task "{task_ref}". Give a task id or its exact title.')
 
 
 # How a row's links are loaded, for a list (sessions_with_links) or a name's rows (with_links):
@@ -225,6 +273,15 @@ def current_link(session):
         if link.live_exact:
             return link
     return links[0] if links else None
+
+
+def with_current_state(sessions):
+    """`sessions` with `current_state`: the state of each row's current_link (the same rule, as
+    a query: its live exact link, else its newest link), so the board's state filter keeps the
+    rows whose badge shows that state."""
+    links = HookLink.objects.filter(session_id=OuterRef("pk")).order_by("-id")
+    live_exact = links.filter(HookLink.LIVE_EXACT).values("state")[:1]
+    return sessions.annotate(current_state=Coalesce(Subquery(live_exact), Subquery(links.values("state")[:1])))
 
 
 def link_state(session):

@@ -14,7 +14,7 @@ from messaging.models import SessionMessage
 from sessions_app import actions
 from board import map as session_map
 from sessions_app.hooks.ingest import ingest_hook
-from sessions_app.models import Event, Session, Task
+from sessions_app.models import Event, HookLink, Session, Task
 from tests.board_fixtures import board, htmx_get, named_session, owner, send  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -156,6 +156,16 @@ class TestSessions:
         ingest_hook({"hook_event_name": "SessionEnd", "session_id": world["beta"].hook_session, "cwd": "/work/beta"})
         rows = re.search(r"<tbody>(.*)</tbody>", board.get("/?state=ended").content.decode(), re.S).group(1)
         assert ">beta</bdi>" in rows and ">alpha</bdi>" not in rows
+
+    def test_the_state_filter_keeps_the_rows_whose_badge_shows_that_state(self, board, world):
+        # alpha is idle under its live exact link; a newer link of its row, only guessed, says
+        # busy. The badge reads the exact link, and so does the filter.
+        HookLink.objects.create(session=world["alpha"], hook_session="hook-alpha-guessed", state=HookLink.State.BUSY, exact=False)
+        text = board.get("/").content.decode()
+        alpha_row = re.search(rf'<tr id="session-{world["alpha"].pk}">(.*?)</tr>', text, re.S).group(1)
+        assert "idle" in alpha_row and "busy" not in alpha_row
+        assert ">alpha</bdi>" not in board.get("/?state=busy").content.decode()
+        assert ">alpha</bdi>" in board.get("/?state=idle").content.decode()
 
     def test_the_list_pages_by_a_hundred(self, board, db):
         Session.objects.bulk_create([Session(kind="mcp", title=f"s{i:03}") for i in range(130)])

@@ -125,10 +125,10 @@ def test_each_recipients_duplicate_is_named_in_the_report(rb, team):
 
 
 def test_an_idle_recipient_whose_wake_up_hook_waits_is_reported_delivering_now(rb, team):
-    from sessions_app.hooks.delivery import register_waiter
+    from sessions_app.hooks.delivery import do_register_waiter
 
     # What GET /api/hooks/wait does first: register itself as the session's waiter.
-    assert register_waiter("hook-idle", "w1")
+    assert do_register_waiter("hook-idle", "w1")
     assert report(broadcast(rb, body="wake").json())["idle"] == "delivering now"
 
 

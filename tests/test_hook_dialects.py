@@ -276,12 +276,12 @@ def test_a_gemini_tool_payload_with_odd_mcp_context_is_only_recorded(hook):
 
 
 def test_an_idle_codex_session_with_its_waiter_connected_is_being_woken(hook, api):
-    from sessions_app.hooks.delivery import register_waiter
+    from sessions_app.hooks.delivery import do_register_waiter
 
     codex(hook, "SessionStart", "cx-9", cwd="/work/a")
     hook("SessionStart", "cc-9", cwd="/work/c")
     # The waiter Codex's Stop hook leaves behind polls as Claude Code's wake-up hook does.
-    assert register_waiter("cx-9", "waiter-1")
+    assert do_register_waiter("cx-9", "waiter-1")
     assert directory.arrival(Session.objects.get(title="a")) == directory.Arrival.WAKING
     sent = api.post("/message_send", {"to": "a", "body": "wake up codex", "session": "c", "hook_session": "cc-9"}).json()
     assert "being woken" in sent["status"]

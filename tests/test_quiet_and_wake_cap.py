@@ -36,8 +36,8 @@ def wake(rb):
     """The wake-up hook's one step: a waiter registers, and claims what may wake the session.
     Returns the wake text or None; a woken session goes idle again at its Stop."""
     waiter = f"w{next(WAITERS)}"
-    assert delivery.register_waiter("hook-b", waiter)
-    woken = delivery.claim_for_waiter("hook-b", waiter)
+    assert delivery.do_register_waiter("hook-b", waiter)
+    woken = delivery.do_claim_for_waiter("hook-b", waiter)
     if woken:
         assert rb.stop("hook-b") == {}
     return woken.text() if woken else None
@@ -163,13 +163,13 @@ def test_a_codex_waiter_is_told_mail_waits_and_the_turn_it_starts_delivers_it(rb
     # told only that mail waits; the mail stays pending for the woken turn's UserPromptSubmit,
     # whose prompt is not the owner's (the cap holds).
     sent = send(rb, "wake by nudge")
-    assert delivery.register_waiter("hook-b", "nudged")
-    assert delivery.claim_for_waiter("hook-b", "nudged", nudge=True) == delivery.WAKE_PENDING
+    assert delivery.do_register_waiter("hook-b", "nudged")
+    assert delivery.do_claim_for_waiter("hook-b", "nudged", nudge=True) == delivery.WAKE_PENDING
     assert SessionMessage.objects.get(pk=sent["id"]).delivered_at is None
     link = HookLink.objects.get(hook_session="hook-b")
     assert (link.state, link.waiter, link.agent_wakes) == (HookLink.State.BUSY, "", 1)
     assert quoted("wake by nudge") in context_of(rb.prompt("hook-b", prompt=NUDGE))
     assert wakes(pair) == 1
     rb.stop("hook-b")
-    assert delivery.register_waiter("hook-b", "again")
-    assert delivery.claim_for_waiter("hook-b", "again", nudge=True) is None  # nothing waits
+    assert delivery.do_register_waiter("hook-b", "again")
+    assert delivery.do_claim_for_waiter("hook-b", "again", nudge=True) is None  # nothing waits

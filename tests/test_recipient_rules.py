@@ -5,7 +5,7 @@ import pytest
 
 from messaging.models import SessionMessage
 from sessions_app.actions import do_update_session
-from sessions_app.hooks.delivery import register_waiter
+from sessions_app.hooks.delivery import do_register_waiter
 from sessions_app.models import Session
 
 from .message_personas import counts, detail, rb  # noqa: F401
@@ -177,7 +177,7 @@ def test_an_idle_recipient_whose_wake_up_hook_waits_is_told_it_is_being_woken(rb
     rb.live("bob", "hook-b", busy=True)
     rb.stop("hook-b")
     # What GET /api/hooks/wait does first: register itself as the session's waiter.
-    assert register_waiter("hook-b", "waiter-1")
+    assert do_register_waiter("hook-b", "waiter-1")
     assert send_as_alice(rb, "bob").json()["status"] == WAKING
 
 

@@ -14,7 +14,7 @@ serves the hook.
 Delivery is at least once into the hook client and exactly once into the model (§2.6): an
 item handed to a client that confirms what it prints (the command-hook client says so with
 each call) is *offered* until that client reports, with a later call, that it printed it
-(`confirm_printed`); one still unconfirmed RELAYBAY_REOFFER_SECONDS later is offered again
+(`do_confirm_printed`); one still unconfirmed RELAYBAY_REOFFER_SECONDS later is offered again
 by the session's next hook (`Deliverable.due_again`), and the client prints no item twice.
 """
 
@@ -201,7 +201,7 @@ def pending(session_id):
     return tuple(kind for i, kind in enumerate(registered) if found[2 * i] or found[2 * i + 1])
 
 
-def claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET):
+def do_claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET):
     """Claim, oldest first, every whole item that fits one answer (within `budget` characters);
     `looking` says which kinds are worth a look (all by default). `confirming`: the hook client
     confirms what it prints. Call inside a transaction."""
@@ -243,7 +243,7 @@ def context_answer(dialect, delivery, before=""):
     return HookAnswer(dialect.engine.context(dialect.name, text), delivery)
 
 
-def stop_answer(link, dialect, looking=None, *, confirming=False):
+def do_block_stop(link, dialect, looking=None, *, confirming=False):
     """A Stop block when something is pending and this turn has blocks left, as the CLI goes on
     with it (its engine's `continued`). Inside a transaction."""
     took = HookLink.objects.filter(pk=link.pk, stop_blocks__lt=STOP_BLOCKS_PER_TURN).update(
@@ -251,7 +251,7 @@ def stop_answer(link, dialect, looking=None, *, confirming=False):
     )
     if not took:
         return {}
-    delivery = claim_pending(link, "Stop", looking, confirming=confirming)
+    delivery = do_claim_pending(link, "Stop", looking, confirming=confirming)
     if not delivery:
         HookLink.objects.filter(pk=link.pk).update(stop_blocks=F("stop_blocks") - 1, state=HookLink.State.IDLE)
         return {}
@@ -273,7 +273,7 @@ HANDLE = re.compile(r"^([A-Z])-([0-9]{1,18})$")
 REPORT_MAX = 200
 
 
-def confirm_printed(hook_session, report, process):
+def do_confirm_printed(hook_session, report, process):
     """The hook client of `hook_session` reports, as `report` ("C-12 M-40"), the items it
     printed into the model: mark those of the session's row confirmed (they are offered no
     more). Returns the handles taken, which the client need not report again; none when the
@@ -315,7 +315,7 @@ WAKE_REPLACED = "replaced"
 WAKE_PENDING = "pending"
 
 
-def claim_for_waiter(hook_session, waiter, *, confirming=False, nudge=False):
+def do_claim_for_waiter(hook_session, waiter, *, confirming=False, nudge=False):
     """What a wake-up waiter may deliver now: a Delivery, None (keep waiting) or WAKE_REPLACED;
     with `nudge`, WAKE_PENDING instead of a Delivery, the mail left pending for the turn the
     waiter starts."""
@@ -335,7 +335,7 @@ def claim_for_waiter(hook_session, waiter, *, confirming=False, nudge=False):
             delivery = WAKE_PENDING
             woken_by_sessions = not any(kind.from_owner for kind in waiting)
         else:
-            delivery = claim_pending(link, "wake-up", looking, confirming=confirming)
+            delivery = do_claim_pending(link, "wake-up", looking, confirming=confirming)
             if not delivery:
                 return None
             woken_by_sessions = not any(delivery.of(kind) for kind in kinds() if kind.from_owner)
@@ -353,7 +353,7 @@ def claim_for_waiter(hook_session, waiter, *, confirming=False, nudge=False):
         return delivery
 
 
-def register_waiter(hook_session, waiter, process=""):
+def do_register_waiter(hook_session, waiter, process=""):
     """Make `waiter` the session's current waiter; False when the hook id is unknown, or when
     the waiter carries another running process's proof than the link's (it would take that
     session's mail: docs/rules.md §1.5)."""
@@ -364,7 +364,7 @@ def register_waiter(hook_session, waiter, process=""):
     return HookLink.objects.filter(pk=link.pk).update(waiter=waiter, waiter_polled_at=now) == 1
 
 
-def forget_waiter(hook_session, waiter):
+def do_forget_waiter(hook_session, waiter):
     """`waiter` stops waiting (it could not, or its hook's bound is reached): unregister it,
     unless a newer one took over, so nobody is told the session is being woken."""
     HookLink.objects.filter(hook_session=hook_session, waiter=waiter).update(waiter="", waiter_polled_at=None)

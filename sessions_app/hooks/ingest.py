@@ -281,9 +281,9 @@ def _carried(link, dialect, payload, note, confirming, check):
     if not waiting:
         return warned
     if event_name == "Stop":
-        return delivery.stop_answer(link, dialect, waiting, confirming=confirming)
+        return delivery.do_block_stop(link, dialect, waiting, confirming=confirming)
     room = delivery.BUDGET - (len(check.warning) + 2 if check.warning else 0)
-    claimed = delivery.claim_pending(link, event_name, waiting, confirming=confirming, budget=room)
+    claimed = delivery.do_claim_pending(link, event_name, waiting, confirming=confirming, budget=room)
     return delivery.context_answer(dialect, claimed, before=check.warning) if claimed else warned
 
 

@@ -3,7 +3,8 @@ from django.core.management.base import BaseCommand, CommandError
 from core import pings
 from core.errors import RelaybayError
 from sessions_app import directory
-from sessions_app.actions import do_write_comment, resolve_one
+from sessions_app.actions import do_write_comment
+from sessions_app.directory import resolve_one
 from sessions_app.directory import Arrival
 
 

@@ -1,0 +1,110 @@
+"""Every write is a do_* (docs/rules.md §0): what only reads — the JSON API's GET routes, the
+board's pages, the MCP tools that read and the read functions the hooks and tools call —
+issues no INSERT, UPDATE or DELETE. Each is run under a database wrapper that fails on one.
+Runs on both databases."""
+
+import re
+from contextlib import contextmanager
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from collisions import files, paths
+from core.api import api as ninja_api
+from messaging import formatting, reads
+from sessions_app import directory
+from sessions_app.hooks import delivery
+from tests.board_fixtures import board, owner  # noqa: F401
+from tests.conftest import OWNER_TOKEN
+from tests.message_personas import rb, row  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
+# The board search's index on SQLite is written in batches by the search itself, before it
+# matches (sessions_app/search_index.py): a derived index, not a record of anything.
+DERIVED = re.compile(r"^\s*INSERT INTO board_search\b", re.I)
+# GET /api/hooks/wait is the waiter's long poll: registering it is its write (do_register_waiter).
+GET_WRITES = {"/api/hooks/wait"}
+
+
+@contextmanager
+def writes_refused():
+    written = []
+
+    def refuse(execute, sql, params, many, context):
+        if WRITE.match(sql) and not DERIVED.match(sql):
+            written.append(sql)
+            raise AssertionError(f"a read wrote: {sql}")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(refuse):
+        yield written
+    assert written == []
+
+
+@pytest.fixture
+def fleet(rb):
+    """Two live sessions with mail both ways, one unread, and a reservation."""
+    alpha = rb.live("alpha", "hook-alpha")
+    bravo = rb.live("bravo", "hook-bravo", busy=True)
+    rb.send(body="first", to="bravo", session="alpha", hook_session="hook-alpha")
+    rb.send(body="reply", to="alpha", session="bravo", hook_session="hook-bravo")
+    rb.tool("hook-bravo")  # bravo takes its message in
+    rb.comment(alpha, "a comment from the owner")
+    return alpha, bravo
+
+
+def test_every_get_route_of_the_json_api_writes_nothing(fleet, api):
+    alpha, _ = fleet
+    asked = {
+        "/api/messages_list": {"session": "alpha", "hook_session": "hook-alpha", "box": "all"},
+        "/api/sessions_list": {},
+        "/api/message_limits": {},
+        "/api/files_list": {"session": "alpha", "hook_session": "hook-alpha"},
+    }
+    routes = {path for path, ops in ninja_api.get_openapi_schema()["paths"].items() if "get" in ops}
+    assert routes - GET_WRITES == set(asked), "a GET route is missing here"
+    for path, params in asked.items():
+        with writes_refused():
+            for token in (None, OWNER_TOKEN):
+                answer = api.get(path.removeprefix("/api"), **({"token": token} if token else {}), **params)
+                assert answer.status_code == 200, (path, answer.content)
+
+
+def test_the_boards_pages_write_nothing(fleet, board):  # noqa: F811
+    alpha, _ = fleet
+    message = reads.get_message(1)
+    pages = ["/", f"/sessions/{alpha.pk}/", f"/sessions/{alpha.pk}/export.md", "/tasks/", "/events/", "/map/", "/search/?q=alpha",
+             "/messages/", f"/messages/{message.pk}/", "/inbox/", "/inbox/count/", "/files/"]
+    for page in pages:
+        with writes_refused():
+            assert board.get(page).status_code == 200, page
+
+
+def test_the_reads_the_hooks_and_tools_call_write_nothing(fleet):
+    alpha, bravo = fleet
+    now = timezone.now()
+    place = paths.place_of("/work/proj/app.py", "/work/proj", None)
+    with writes_refused():
+        assert [kind.name for kind in delivery.pending(alpha.pk)] == ["comment", "message"]
+        assert directory.resolve_one("alpha") == alpha
+        assert directory.link_of("hook-alpha").session_id == alpha.pk
+        assert directory.live_exact_link(bravo).hook_session == "hook-bravo"
+        assert {r.pk for r in directory.listed_sessions(shown_only=True)} >= {alpha.pk, bravo.pk}
+        assert directory.arrival(bravo) == directory.Arrival.BUSY
+        assert [m.body for m in formatting.list_messages(bravo, box="all")] == ["reply", "first"]
+        assert reads.inbox_count() >= 0
+        assert files.others_there(place, alpha.pk, now) == (False, False)
+        assert files.collisions(place, alpha.pk, now).same_file == []
+        assert files.holding(place, alpha.pk, now) == []
+        assert files.recent_edits(now) == []
+
+
+def test_a_write_under_the_check_fails_it(fleet):
+    alpha, _ = fleet
+    link = directory.link_of("hook-alpha")
+    with pytest.raises(AssertionError, match="a read wrote: UPDATE"):
+        with writes_refused():
+            delivery.do_claim_pending(link, "PreToolUse")
