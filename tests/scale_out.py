@@ -115,29 +115,46 @@ def post_json(url, token, path, data, timeout=30):
         return None, {"error": str(error)}
 
 
-def parallel(calls, workers=16):
-    """Run the zero-argument `calls` at once on `workers` threads, released together; their
-    results in order."""
-    go = threading.Event()
+def parallel(calls):
+    """Run the zero-argument `calls` at once, one thread each, released together by a barrier
+    once every thread waits at it; their results in order. Fails unless at least two calls were
+    in flight at the same moment: a test of what happens "at once" must not pass run one after
+    another."""
+    gate = threading.Barrier(len(calls), timeout=30)
+    spans = [None] * len(calls)
 
-    def run(call):
-        go.wait(30)
-        return call()
+    def run(i, call):
+        gate.wait()
+        started = time.monotonic()
+        try:
+            return call()
+        finally:
+            spans[i] = (started, time.monotonic())
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(run, call) for call in calls]
-        time.sleep(0.05)  # let the first threads start and wait at the gate
-        go.set()
-        return [future.result() for future in futures]
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(run, i, call) for i, call in enumerate(calls)]
+        results = [future.result() for future in futures]
+    assert most_at_once(spans) >= 2, f"the calls did not overlap: {spans}"
+    return results
 
 
-def parallel_hooks(servers, event, hook_session, count, workers=16, **fields):
+def most_at_once(spans):
+    """The most of these (start, end) spans open at one moment."""
+    moments = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans], key=lambda m: (m[0], m[1]))
+    open_now = most = 0
+    for _, step in moments:
+        open_now += step
+        most = max(most, open_now)
+    return most
+
+
+def parallel_hooks(servers, event, hook_session, count, **fields):
     """`count` posts of one hook event of one session at once, spread over `servers` in turn."""
     calls = [
         (lambda server=servers[i % len(servers)]: post_json(server.url, server.token, "/hooks", hook_payload(event, hook_session, **fields)))
         for i in range(count)
     ]
-    results = parallel(calls, workers)
+    results = parallel(calls)
     for status, answer in results:
         assert status == 200, answer
     return [answer for _, answer in results]

@@ -79,6 +79,6 @@ def test_two_sessions_editing_one_file_at_the_same_moment_are_never_both_unwarne
             (lambda who=who: post_json(live_relaybay.url, live_relaybay.token, "/hooks", edit_payload(f"hook-{who}", folder, path)))
             for who in ("edit-left", "edit-right")
         ]
-        answers = [answer for status, answer in parallel(calls, 2)]
+        answers = [answer for status, answer in parallel(calls)]
         warned = [answer for answer in answers if "another live session's file too" in answer.get("hookSpecificOutput", {}).get("additionalContext", "")]
         assert len(warned) == 1, (i, answers)

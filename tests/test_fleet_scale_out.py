@@ -46,7 +46,7 @@ def test_one_request_id_repeated_at_both_processes_at_once_writes_one_message(cl
     start(first, "rq-sender")
     start(second, "rq-recipient")
     calls = [send(cluster[i % 2], "rq-sender", "rq-recipient", "deploy now", request_id="req-42") for i in range(16)]
-    results = parallel(calls, workers=16)
+    results = parallel(calls)
     assert all(status == 200 for status, _ in results), results
     answers = [answer for _, answer in results]
     assert len(rows(first, "rq-sender", "rq-recipient")) == 1
@@ -62,7 +62,7 @@ def test_one_body_sent_at_both_processes_at_once_writes_one_message(cluster):
     first, second = cluster
     start(first, "dd-sender")
     start(second, "dd-recipient")
-    results = parallel([send(cluster[i % 2], "dd-sender", "dd-recipient", "same words") for i in range(16)], workers=16)
+    results = parallel([send(cluster[i % 2], "dd-sender", "dd-recipient", "same words") for i in range(16)])
     assert all(status == 200 for status, _ in results), results
     [(message_id,)] = rows(first, "dd-sender", "dd-recipient")
     assert {answer["id"] for _, answer in results} == {message_id}
@@ -76,7 +76,7 @@ def test_the_unread_cap_holds_when_many_senders_write_at_both_processes_at_once(
     for name in senders:
         start(first, name)
     calls = [send(cluster[(i + n) % 2], name, "cap-recipient", f"{name} #{n}") for i, name in enumerate(senders) for n in range(2)]
-    results = parallel(calls, workers=16)
+    results = parallel(calls)
     accepted = [answer for status, answer in results if status == 200]
     refused = [answer for status, answer in results if status != 200]
     assert len(accepted) == CAP, results

@@ -102,7 +102,7 @@ def test_claims_stay_exact_while_sends_and_hooks_run_together_on_both_processes(
     hooks = [(lambda server=cluster[i % 2]: post_json(server.url, server.token, "/hooks", hook)) for i in range(40)]
     # Sends and hooks interleaved, released together.
     calls = [call for pair in zip(sends + [None] * (len(hooks) - len(sends)), hooks) for call in pair if call]
-    results = parallel(calls, workers=16)
+    results = parallel(calls)
     for status, answer in results:
         assert status == 200, answer
     sent = [("M", answer["id"]) for answer in (a for _, a in results) if "id" in answer]
@@ -139,7 +139,7 @@ def test_the_rate_limit_holds_for_one_sender_writing_through_both_processes_at_o
     start(first, "hook-chatty", "chatty")
     start(second, "hook-quiet", "quiet")
     calls = [(lambda server=cluster[i % 2], i=i: send(server, "chatty", "hook-chatty", "quiet", f"burst {i}")) for i in range(30)]
-    statuses = collections.Counter(status for status, _ in parallel(calls, workers=16))
+    statuses = collections.Counter(status for status, _ in parallel(calls))
     assert statuses == {200: 10, 429: 20}
     stored = query(
         first,
@@ -155,7 +155,7 @@ def test_a_new_sender_writing_through_both_processes_at_once_gets_one_row(cluste
         (lambda server=cluster[i % 2], i=i: post_json(server.url, server.token, "/message_send", {"body": f"hello {i}", "to": "newrx", "session_title": "brand-new"}))
         for i in range(8)
     ]
-    results = parallel(calls, workers=8)
+    results = parallel(calls)
     assert [status for status, _ in results] == [200] * 8, results
     rows = query(first, "select id from sessions_app_session where title = 'brand-new'")
     assert len(rows) == 1
