@@ -5,7 +5,7 @@ never the CLI's raw wake-up notice or the mark left where message text is not st
 from datetime import timedelta
 
 from approvals import lib as requests
-from sessions_app.hooks.claude_native import NOT_STORED
+from sessions_app.hooks.claude_native import MESSAGE_TEXT_PLACEHOLDER
 from sessions_app.hooks.delivery import handed_back
 from sessions_app.hooks.ingest import REWAKE_PROMPT
 from sessions_app.models import Event, HookLink
@@ -18,7 +18,7 @@ WAKE_WINDOW = timedelta(seconds=5)
 def is_wake_up(prompt):
     """Whether a stored prompt is relaybay's own delivery handed back, not what a person typed."""
     text = (prompt or "").lstrip()
-    return text == NOT_STORED or text.startswith(REWAKE_PROMPT) or handed_back(text)
+    return text == MESSAGE_TEXT_PLACEHOLDER or text.startswith(REWAKE_PROMPT) or handed_back(text)
 
 
 def woken_by(session, at):

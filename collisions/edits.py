@@ -87,32 +87,34 @@ def _check_place(check, link, tool, place, now):
     holders = Session.objects.in_bulk({r.session_id for r in held}) if held else {}
     exclusive = [r for r in held if r.exclusive]
     if exclusive:
-        reservation = exclusive[0]
-        holder = holders[reservation.session_id]
-        check.deny = (
-            f"relaybay denied this edit: {_where(place)} is reserved exclusively by another live session, {_name(holder)}, "
-            f"{_reservation(reservation, now)}. The file is untouched. Write to it with {_reach(holder)}, wait until "
-            "the reservation ends, or ask the owner, who can break it on relaybay's board."
-        )
-        check.feed.append(
-            feed_row(
-                "file.denied",
-                session_id=link.session_id,
-                hook_session=link.hook_session,
-                data={"path": place.relative, "root": place.root, "tool": tool, "holder": holder.handle, "holder_name": holder.public_name, "reservation": reservation.pattern},
-            )
-        )
-        ping("files")
+        _deny(check, link, tool, place, exclusive[0], holders[exclusive[0].session_id], now)
         return
     found = files.collisions(place, link.session_id, now) if edited_there else files.Collisions()
     files.do_record_edit(place, session_id=link.session_id, hook_session=link.hook_session, tool=tool, now=now)
     if found.other_trees:
         ping("files")  # the board's "may conflict when merged": nobody is interrupted
-    if not found.same_file and not held:
-        return
-    sessions = Session.objects.in_bulk({e.session_id for e in found.same_file} | {link.session_id})
+    if found.same_file or held:
+        _warn(check, link, tool, place, found.same_file, held, holders, now)
+
+
+def _deny(check, link, tool, place, reservation, holder, now):
+    """Another live session holds the file exclusively: the edit is denied."""
+    check.deny = (
+        f"relaybay denied this edit: {_where(place)} is reserved exclusively by another live session, {_name(holder)}, "
+        f"{_reservation(reservation, now)}. The file is untouched. Write to it with {_reach(holder)}, wait until "
+        "the reservation ends, or ask the owner, who can break it on relaybay's board."
+    )
+    data = {"path": place.relative, "root": place.root, "tool": tool, "holder": holder.handle, "holder_name": holder.public_name, "reservation": reservation.pattern}
+    check.feed.append(feed_row("file.denied", session_id=link.session_id, hook_session=link.hook_session, data=data))
+    ping("files")
+
+
+def _warn(check, link, tool, place, same_file, held, holders, now):
+    """Other live sessions edited the file lately or hold it shared: the model is warned, and
+    each session that edited it hears that this one is editing it too."""
+    sessions = Session.objects.in_bulk({e.session_id for e in same_file} | {link.session_id})
     lines = []
-    for edited in found.same_file:
+    for edited in same_file:
         other = sessions[edited.session_id]
         lines.append(f"- {_name(other)} edited it {_ago(edited.at, now)} ({_clip(edited.tool, 60)}). Reach it with {_reach(other)}.")
     for reservation in held:
@@ -120,25 +122,19 @@ def _check_place(check, link, tool, place, now):
         lines.append(f"- {_name(holder)} holds it reserved (shared) {_reservation(reservation, now)}. Reach it with {_reach(holder)}.")
     more = len(lines) - LISTED
     lines = lines[:LISTED] + ([f"- and {more} more (relaybay's board, Files, lists them)."] if more > 0 else [])
-    heard = "Each session that edited it hears at its next hook that you are editing it too. " if found.same_file else ""
+    heard = "Each session that edited it hears at its next hook that you are editing it too. " if same_file else ""
     check.warning = (
         f"relaybay: {_where(place)} is another live session's file too:\n" + "\n".join(lines) + f"\n{heard}Agree on who changes what before you go on."
     )
-    files.do_notify_editing(found.same_file, editor=sessions[link.session_id], place=place, now=now)
-    check.feed.append(
-        feed_row(
-            "file.warned",
-            session_id=link.session_id,
-            hook_session=link.hook_session,
-            data={
-                "path": place.relative,
-                "root": place.root,
-                "tool": tool,
-                "edited_by": [sessions[e.session_id].handle for e in found.same_file],
-                "reserved_by": [holders[r.session_id].handle for r in held],
-            },
-        )
-    )
+    files.do_notify_editing(same_file, editor=sessions[link.session_id], place=place, now=now)
+    data = {
+        "path": place.relative,
+        "root": place.root,
+        "tool": tool,
+        "edited_by": [sessions[e.session_id].handle for e in same_file],
+        "reserved_by": [holders[r.session_id].handle for r in held],
+    }
+    check.feed.append(feed_row("file.warned", session_id=link.session_id, hook_session=link.hook_session, data=data))
     ping("files")
 
 

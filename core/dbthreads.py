@@ -73,8 +73,8 @@ class DatabaseThreads:
         with holding_sends() as held, self._least_busy() as executor:
             # The loop's own executor hand-off, in a copy of this context (the thread sees the
             # held list): asgiref's sync_to_async adds a shielded future and context copying
-            # back that a step needs neither of, and would cost each call 0.1-0.2 ms here
-            # (docs/mcp.md, "Why the hot paths look like this").
+            # back that a step needs neither of, at a cost to each call (docs/mcp.md, "Why the
+            # hot paths look like this").
             work = asyncio.get_running_loop().run_in_executor(executor, contextvars.copy_context().run, _step, step, *args)
             try:
                 return await work

@@ -22,7 +22,7 @@ HANDLED = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Sto
 # The server name `manage.py connect` gives relaybay's MCP server in a CLI's configuration.
 MCP_SERVER = "relaybay"
 # What of an edit tool's call is kept in place of the file's content (docs/rules.md §7.2).
-NOT_STORED = "[not stored: file content]"
+FILE_CONTENT_PLACEHOLDER = "[not stored: file content]"
 # What an edit tool's result holds besides the file's content (old and new text, the patch,
 # the whole original file): kept in its stored event.
 RESPONSE_KEPT = ("filePath", "file_path", "notebook_path", "type", "success")
@@ -180,7 +180,7 @@ class Engine:
     def without_file_content(self, payload):
         """A hook payload as it may be stored (docs/rules.md §7.2): of an edit tool's call only
         the paths it names and its result's kind; its text, the file's old and new content and
-        any error quoting them are replaced by NOT_STORED."""
+        any error quoting them are replaced by FILE_CONTENT_PLACEHOLDER."""
         fields = self.edit_fields(payload.get("tool_name"))
         if not fields:
             return payload
@@ -192,11 +192,11 @@ class Engine:
         for key, kept in (("tool_input", fields), ("tool_response", RESPONSE_KEPT)):
             value = data.get(key)
             if isinstance(value, dict):
-                data[key] = {k: (v if k in kept else NOT_STORED) for k, v in value.items()}
+                data[key] = {k: (v if k in kept else FILE_CONTENT_PLACEHOLDER) for k, v in value.items()}
             elif key in data:
-                data[key] = NOT_STORED
+                data[key] = FILE_CONTENT_PLACEHOLDER
         if "error" in data:
-            data["error"] = NOT_STORED
+            data["error"] = FILE_CONTENT_PLACEHOLDER
         return data
 
     def __repr__(self):

@@ -405,70 +405,78 @@ def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request
                 code=ErrorCode.BROADCAST_REACHES_NOBODY,
             )
         fleet.check_rate(sender.process, now)
-        fleet.lock_inboxes(recipients)
-        firsts = fleet.firsts_of_duplicates(sender.row, recipients, body, now)
-        plan = []
-        for recipient in recipients:
-            first = firsts.get(recipient.pk)
-            if first is not None:
-                plan.append((recipient, None, first))
-                continue
-            verdict = fleet.inbound_verdict(recipient, now)
-            plan.append((recipient, verdict, None))
-        if all(verdict is not None and verdict.refused for _, verdict, _ in plan):
-            reasons = " ".join(verdict.why.split(". Nothing was sent.")[0] + "." for _, verdict, _ in plan)
-            raise Refused(
-                f"This broadcast would reach nobody: every recipient refuses it. {reasons} Nothing was sent.",
-                code=ErrorCode.BROADCAST_REACHES_NOBODY,
-            )
+        plan = _broadcast_plan(sender, recipients, body, now)
         kind = Dispatch.Kind.DRY_RUN if dry_run else Dispatch.Kind.BROADCAST
         dispatch = fleet.record_dispatch(sender, kind, request_id, now)
-        report, to, written_for = [], [], []
-        for recipient, verdict, first in plan:
-            entry = {"to": recipient.public_name, "to_handle": recipient.handle, "message": None, "id": None}
-            if first is not None:
-                entry.update(outcome="already sent", why=f"the same text went to it as {first.handle} moments ago; not sent twice.")
-                entry.update(message=first.handle, id=first.pk)
-            elif verdict.refused:
-                entry.update(outcome="refused", why=verdict.why)
-            else:
-                status = verdict.why if verdict.state == SessionMessage.State.HELD else reachability(recipient)
-                entry.update(outcome=_outcome(verdict, recipient), why=status)
-                to.append((recipient, recipient.public_name, verdict))
-                written_for.append(entry)
-            report.append(entry)
-        counts = {outcome: sum(1 for e in report if e["outcome"] == outcome) for outcome in BROADCAST_OUTCOMES}
-        counts = {k: v for k, v in counts.items() if v}
+        report = [_planned_entry(recipient, verdict, first) for recipient, verdict, first in plan]
+        counts = {outcome: n for outcome in BROADCAST_OUTCOMES if (n := sum(1 for e in report if e["outcome"] == outcome))}
         announced = feed_row(
             "message.broadcast",
             session=sender.row,
             data={"broadcast": dispatch.handle, "from": sender.row.handle, "scope": scope, "dry_run": dry_run, **counts},
         )
-        if to and not dry_run:
+        written = [(entry, recipient, verdict) for entry, (recipient, verdict, first) in zip(report, plan) if first is None and not verdict.refused]
+        if written and not dry_run:
+            to = [(recipient, recipient.public_name, verdict) for _, recipient, verdict in written]
             messages = _write_messages(sender=sender, to=to, body=body, task=task_row, parent=None, now=now, broadcast=dispatch, also=[announced])
-            for entry, message in zip(written_for, messages, strict=True):
+            for (entry, _, _), message in zip(written, messages, strict=True):
                 entry.update(message=message.handle, id=message.pk)
         else:
             record_events([announced])
-        answer = {
-            "broadcast": None if dry_run else dispatch.handle,
-            "dry_run": dry_run,
-            "scope": scope,
-            "sender": sender.name,
-            "sender_verified": sender.verified,
-            "recipients": report,
-            "counts": counts,
-            "status": _broadcast_status(report, dry_run),
-            "note": unverified_note(sender.verified),
-            "request_id": request_id or None,
-            "retry": "A dry run writes nothing but uses a rate slot; request_id is not kept for it."
-            if dry_run
-            else retry_note(request_id),
-            "repeat": False,
-        }
+        answer = _broadcast_answer(sender, dispatch, scope, report, counts, dry_run=dry_run, request_id=request_id)
         fleet.keep_answer(dispatch, request_id, answer)
         ping("messages", "sessions", "map", "events")
     return SendResult(answer)
+
+
+def _broadcast_plan(sender, recipients, body, now):
+    """For each recipient, (recipient, verdict, first): the message that already went to it with
+    the same text (`first`, no verdict asked), else its side's verdict. Refused whole when every
+    recipient refuses it."""
+    fleet.lock_inboxes(recipients)
+    firsts = fleet.firsts_of_duplicates(sender.row, recipients, body, now)
+    plan = [
+        (recipient, None, firsts[recipient.pk]) if recipient.pk in firsts else (recipient, fleet.inbound_verdict(recipient, now), None)
+        for recipient in recipients
+    ]
+    if all(verdict is not None and verdict.refused for _, verdict, _ in plan):
+        causes = " ".join(verdict.cause for _, verdict, _ in plan)
+        raise Refused(
+            f"This broadcast would reach nobody: every recipient refuses it. {causes} Nothing was sent.",
+            code=ErrorCode.BROADCAST_REACHES_NOBODY,
+        )
+    return plan
+
+
+def _planned_entry(recipient, verdict, first):
+    """A recipient's line of the broadcast's answer; its message is filled in once written."""
+    entry = {"to": recipient.public_name, "to_handle": recipient.handle, "message": None, "id": None}
+    if first is not None:
+        entry.update(outcome="already sent", why=f"the same text went to it as {first.handle} moments ago; not sent twice.")
+        entry.update(message=first.handle, id=first.pk)
+    elif verdict.refused:
+        entry.update(outcome="refused", why=verdict.why)
+    else:
+        status = verdict.why if verdict.state == SessionMessage.State.HELD else reachability(recipient)
+        entry.update(outcome=_outcome(verdict, recipient), why=status)
+    return entry
+
+
+def _broadcast_answer(sender, dispatch, scope, report, counts, *, dry_run, request_id):
+    return {
+        "broadcast": None if dry_run else dispatch.handle,
+        "dry_run": dry_run,
+        "scope": scope,
+        "sender": sender.name,
+        "sender_verified": sender.verified,
+        "recipients": report,
+        "counts": counts,
+        "status": _broadcast_status(report, dry_run),
+        "note": unverified_note(sender.verified),
+        "request_id": request_id or None,
+        "retry": "A dry run writes nothing but uses a rate slot; request_id is not kept for it." if dry_run else retry_note(request_id),
+        "repeat": False,
+    }
 
 
 def _broadcast_status(report, dry_run):

@@ -123,11 +123,14 @@ def _waiting_up_to_cap(recipient_id, now):
 
 @dataclass
 class Verdict:
-    """What the recipient's side decides about a message to it: send, hold, or refuse (why)."""
+    """What the recipient's side decides about a message to it: send, hold, or refuse. `why`:
+    the sentence the sender reads; for a refusal, `cause` is its first part, what is true of the
+    recipient (a broadcast refused by every recipient lists those)."""
 
     state: str | None
     why: str = ""
     code: str | None = None
+    cause: str = ""
 
     @property
     def refused(self):
@@ -138,20 +141,22 @@ def inbound_verdict(recipient, now):
     """The recipient's inbound policy, then its unread cap. Call with its inbox locked."""
     name = f'"{recipient.public_name}" ({recipient.handle})'
     if recipient.inbound == Session.Inbound.REFUSE:
+        cause = f"{name} refuses messages from other sessions: its owner set it so."
         return Verdict(
             None,
-            f"{name} refuses messages from other sessions: its owner set it so. Nothing was sent. "
-            "Do not retry; carry on without it, or tell the owner in your own output.",
+            f"{cause} Nothing was sent. Do not retry; carry on without it, or tell the owner in your own output.",
             ErrorCode.INBOUND_REFUSED,
+            cause,
         )
     cap = settings.RELAYBAY_UNREAD_CAP
     if len(_waiting_up_to_cap(recipient.pk, now)) >= cap:
+        cause = f"{name} already has {cap} messages from sessions waiting undelivered, the limit."
         return Verdict(
             None,
-            f"{name} already has {cap} messages from sessions waiting undelivered, the limit. Nothing was sent. "
-            "Wait until it has taken some in (messages_list box=sent shows when yours are delivered), "
-            "then send one message that says it all.",
+            f"{cause} Nothing was sent. Wait until it has taken some in (messages_list box=sent shows when yours "
+            "are delivered), then send one message that says it all.",
             ErrorCode.UNREAD_CAP,
+            cause,
         )
     if recipient.inbound == Session.Inbound.HOLD:
         hours = settings.RELAYBAY_HOLD_HOURS

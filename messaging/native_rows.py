@@ -204,7 +204,7 @@ def do_record_native_traffic(*, link, traffic, now):
     for item in traffic:
         if isinstance(item, claude_native.Send):
             _sent(link, item, now)
-        elif isinstance(item, claude_native.Arrival):
+        elif isinstance(item, claude_native.NativeReceipt):
             _arrived(link, item, now)
         elif isinstance(item, claude_native.Notice):
             _noticed(link, item)

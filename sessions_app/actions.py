@@ -206,56 +206,84 @@ def link_started_session(*, hook_session, link, payload, process, now, engine=en
     Returns (link, note): the link, exact unless relaybay only matched a desktop row by folder,
     and a sentence for the session when it could not have the name it asked for. Call inside a
     transaction."""
-    cwd = payload.get("cwd") or ""
-    asked = payload.get("relaybay_session") if payload.get("hook_event_name") == "SessionStart" else None
-    note = ""
-    if asked:
-        try:
-            asked = directory.check_name(asked, what="RELAYBAY_SESSION name")
-        except InvalidInput as error:
-            note, asked = f"RELAYBAY_SESSION was not used: {error.message}", None
+    asked, note = _asked_name(payload)
     if link is not None and not asked:
         return link, note
     if link is None and not asked:
-        same_process = directory.link_of(directory.hook_session_of_process(process), with_session=True) if process else None
-        if same_process is not None:
-            # /clear and the like: the same process under a new id keeps its row; its old id ends.
-            HookLink.objects.filter(pk=same_process.pk).update(state=HookLink.State.ENDED, waiter="", waiter_polled_at=None)
-            link = _own_link(hook_session, same_process.session, payload, process, now)
-            return link_hook_session(same_process.session, hook_session).link, note
-        # Desktop sessions are one CLI's (its engine's desktop_rows): another's is never guessed into one.
-        guessed = engines.of(engine).desktop_rows
-        desktop = list(Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2]) if cwd and guessed else []
-        if len(desktop) == 1:
-            link = _own_link(hook_session, desktop[0], payload, process, now)
-            record_event("link.guessed", session=desktop[0], hook_session=hook_session, data={"session": desktop[0].handle, "folder": cwd})
-            link.session = desktop[0]
-            return link, note
+        found = _link_of_same_process(hook_session, payload, process, now) or _link_guessed_to_desktop(hook_session, payload, process, now, engine)
+        if found is not None:
+            return found, note
+    try:
+        linked, not_free = _link_by_name(hook_session, link, payload, process, now, engine, asked)
+    except Refused as error:
+        if link is None:
+            raise
+        return link, f"RELAYBAY_SESSION was not used: {error.message}"
+    return linked, not_free or note
+
+
+def _asked_name(payload):
+    """The name a SessionStart asks for (RELAYBAY_SESSION), checked, or None; and why it was not
+    used, when it could not be."""
+    asked = payload.get("relaybay_session") if payload.get("hook_event_name") == "SessionStart" else None
+    if not asked:
+        return None, ""
+    try:
+        return directory.check_name(asked, what="RELAYBAY_SESSION name"), ""
+    except InvalidInput as error:
+        return None, f"RELAYBAY_SESSION was not used: {error.message}"
+
+
+def _link_of_same_process(hook_session, payload, process, now):
+    """/clear and the like: the same process under a new id keeps its row; its old id ends."""
+    same_process = directory.link_of(directory.hook_session_of_process(process), with_session=True) if process else None
+    if same_process is None:
+        return None
+    HookLink.objects.filter(pk=same_process.pk).update(state=HookLink.State.ENDED, waiter="", waiter_polled_at=None)
+    _own_link(hook_session, same_process.session, payload, process, now)
+    return link_hook_session(same_process.session, hook_session).link
+
+
+def _link_guessed_to_desktop(hook_session, payload, process, now, engine):
+    """The one desktop row of the session's folder that is not live, guessed to be this one.
+    Desktop sessions are one CLI's (its engine's desktop_rows): another's is never guessed into one."""
+    cwd = payload.get("cwd") or ""
+    if not cwd or not engines.of(engine).desktop_rows:
+        return None
+    desktop = list(Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2])
+    if len(desktop) != 1:
+        return None
+    link = _own_link(hook_session, desktop[0], payload, process, now)
+    record_event("link.guessed", session=desktop[0], hook_session=hook_session, data={"session": desktop[0].handle, "folder": cwd})
+    link.session = desktop[0]
+    return link
+
+
+def _link_by_name(hook_session, link, payload, process, now, engine, asked):
+    """The session's link to the row it goes by, made exact: the name it asked for, else its
+    folder's or its native name (identity.default_name). Returns (link, note), the note saying
+    why the name it asked for went to another session."""
+    cwd = payload.get("cwd") or ""
     native = payload.get("relaybay_native") if isinstance(payload.get("relaybay_native"), dict) else {}
     native_name = (native.get("session") or {}).get("name") if isinstance(native.get("session"), dict) else ""
     base = asked or identity.default_name(cwd, native_name if isinstance(native_name, str) else "")
-    existing = link
-    try:
-        # One savepoint: a refused move leaves no row made for the name behind.
-        with transaction.atomic():
-            row, why = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked), engine=engine)
-            if row.engine != engine:
-                # A row taken by its name (RELAYBAY_SESSION) runs in the CLI that took it.
-                row.engine = engine
-                row.save(update_fields=["engine"])
-            if why and asked:
-                note = (
-                    f'relaybay: "{asked}" is not free: {why}. So this session goes by "{row.public_name}" ({row.handle}). '
-                    "Rename it on the board, or end the other session and start again."
-                )
-                record_event("session.name_in_use", session=row, hook_session=hook_session, data={"asked": asked, "why": why, "given": row.public_name})
-            if link is None:
-                link = _own_link(hook_session, row, payload, process, now)
-            return link_hook_session(row, hook_session).link, note
-    except Refused as error:
-        if existing is None:
-            raise
-        return existing, f"RELAYBAY_SESSION was not used: {error.message}"
+    # One savepoint: a refused move leaves no row made for the name behind.
+    with transaction.atomic():
+        row, why = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked), engine=engine)
+        if row.engine != engine:
+            # A row taken by its name (RELAYBAY_SESSION) runs in the CLI that took it.
+            row.engine = engine
+            row.save(update_fields=["engine"])
+        note = ""
+        if why and asked:
+            note = (
+                f'relaybay: "{asked}" is not free: {why}. So this session goes by "{row.public_name}" ({row.handle}). '
+                "Rename it on the board, or end the other session and start again."
+            )
+            record_event("session.name_in_use", session=row, hook_session=hook_session, data={"asked": asked, "why": why, "given": row.public_name})
+        if link is None:
+            _own_link(hook_session, row, payload, process, now)
+        return link_hook_session(row, hook_session).link, note
 
 
 @dataclass

@@ -197,32 +197,38 @@ async def wait_for_delivery(
         raise
     try:
         pings.outbox().post(group, {"type": "replaced", "waiter": waiter})
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        # Something may have arrived between the first check and our joining the group.
-        answered = await check()
-        while not answered:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                # The loop made one last check, for a write no wake reached. The hook's last
-                # poll (its bound reached) leaves nobody waiting: senders are told so.
-                if last:
-                    await db_threads.run(delivery.do_forget_waiter, session_id, waiter)
-                return {"status": "timeout"}
-            try:
-                message = await asyncio.wait_for(layer.receive(channel), remaining)
-            except asyncio.TimeoutError:
-                deadline = -1.0
-                answered = await check()
-                continue
-            # A "replaced" from another waiter may be older than ours (two waiters registering
-            # at once on two processes): the database's current waiter decides, in the check.
-            if not (message.get("type") == "replaced" and message.get("waiter") == waiter):
-                answered = await check()
-        return answered
+        answered = await _woken(layer, channel, waiter, check, timeout)
+        if answered:
+            return answered
+        # The hook's last poll (its bound reached) leaves nobody waiting: senders are told so.
+        if last:
+            await db_threads.run(delivery.do_forget_waiter, session_id, waiter)
+        return {"status": "timeout"}
     finally:
         # Redis gone or paused: the group entry expires on its own.
         pings.in_background(layer.group_discard(group, channel))
+
+
+async def _woken(layer, channel, waiter, check, timeout):
+    """`check`'s answer once a wake on `channel` brings something within `timeout` seconds,
+    else None. It checks first (something may have arrived between the first check and the
+    joining of the group), on each wake, and once more at the end, for a write no wake reached."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    answered = await check()
+    while not answered:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return None
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), remaining)
+        except asyncio.TimeoutError:
+            return await check()
+        # A "replaced" from another waiter may be older than ours (two waiters registering at
+        # once on two processes): the database's current waiter decides, in the check.
+        if not (message.get("type") == "replaced" and message.get("waiter") == waiter):
+            answered = await check()
+    return answered
 
 
 @router.post(

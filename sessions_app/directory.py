@@ -204,9 +204,8 @@ def _give_links(rows, links, attr="loaded_links"):
 
 def links_loaded(path="links"):
     """The prefetch that loads rows' links (`path` leads to the rows) as Session.newest_links
-    reads them: a plain list per row (`to_attr`). Django's own prefetch cache builds a related
-    manager and a filtered queryset for every row, which makes loading 82 rows' links 1.3x as
-    slow."""
+    reads them: a plain list per row (`to_attr`), rather than Django's own prefetch cache, which
+    builds a related manager and a filtered queryset for every row."""
     return Prefetch(path, LINKS_NEWEST_FIRST, to_attr="loaded_links")
 
 

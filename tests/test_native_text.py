@@ -3,7 +3,7 @@ search index or anywhere else in the database; only kinds, ids and names are kep
 
 import pytest
 
-from sessions_app.hooks.claude_native import NOT_STORED
+from sessions_app.hooks.claude_native import MESSAGE_TEXT_PLACEHOLDER
 from sessions_app.models import Event
 from board.search import search
 
@@ -22,12 +22,12 @@ def test_the_sender_s_tool_call_keeps_the_address_and_not_the_text(hook):
     assert data["tool_name"] == "SendMessage"
     assert data["tool_input"] == {
         "to": "bravo",
-        "summary": NOT_STORED,
-        "message": NOT_STORED,
+        "summary": MESSAGE_TEXT_PLACEHOLDER,
+        "message": MESSAGE_TEXT_PLACEHOLDER,
         "type": "message",
         "recipient": "bravo",
         "recipient_kind": "name",
-        "content": NOT_STORED,
+        "content": MESSAGE_TEXT_PLACEHOLDER,
     }
     assert_no_native_text()
 
@@ -35,27 +35,27 @@ def test_the_sender_s_tool_call_keeps_the_address_and_not_the_text(hook):
 def test_the_sender_s_tool_result_keeps_success_and_msg_id_only(hook):
     hook("PostToolUse", "h-a", **send_post())
     data = recorded("hook.PostToolUse")
-    assert data["tool_input"] == {"to": "bravo", "summary": NOT_STORED, "message": NOT_STORED}
-    assert data["tool_response"] == {"success": True, "message": NOT_STORED, "display": NOT_STORED, "msg_id": MSG_ID}
+    assert data["tool_input"] == {"to": "bravo", "summary": MESSAGE_TEXT_PLACEHOLDER, "message": MESSAGE_TEXT_PLACEHOLDER}
+    assert data["tool_response"] == {"success": True, "message": MESSAGE_TEXT_PLACEHOLDER, "display": MESSAGE_TEXT_PLACEHOLDER, "msg_id": MSG_ID}
     assert_no_native_text()
 
 
 def test_an_unreachable_send_keeps_its_failure(hook):
     hook("PostToolUse", "h-a", **send_post(to="alpha", success=False))
-    assert recorded("hook.PostToolUse")["tool_response"] == {"success": False, "message": NOT_STORED}
+    assert recorded("hook.PostToolUse")["tool_response"] == {"success": False, "message": MESSAGE_TEXT_PLACEHOLDER}
     assert_no_native_text()
 
 
 def test_a_failed_tool_call_s_error_is_not_stored(hook):
     hook("PostToolUseFailure", "h-a", tool_name="SendMessage", tool_input=send_pre()["tool_input"], error=f"could not send {SUMMARY}")
-    assert recorded("hook.PostToolUseFailure")["error"] == NOT_STORED
+    assert recorded("hook.PostToolUseFailure")["error"] == MESSAGE_TEXT_PLACEHOLDER
     assert_no_native_text()
 
 
 def test_the_recipient_s_prompt_keeps_the_sender_s_socket_and_claimed_name(hook):
     hook("UserPromptSubmit", "h-b", prompt=wrapped())
     data = recorded("hook.UserPromptSubmit")
-    assert data["prompt"] == NOT_STORED
+    assert data["prompt"] == MESSAGE_TEXT_PLACEHOLDER
     assert (data["native"], data["from"], data["from_name"]) == (["delivered"], [f"uds:{SOCKET_A}"], ["alpha"])
     assert_no_native_text()
 
@@ -63,7 +63,7 @@ def test_the_recipient_s_prompt_keeps_the_sender_s_socket_and_claimed_name(hook)
 def test_a_prompt_with_a_message_after_the_user_s_own_words_is_not_stored_either(hook):
     hook("UserPromptSubmit", "h-b", prompt="please look\n" + wrapped() + "\n" + wrapped(name="charlie"))
     data = recorded("hook.UserPromptSubmit")
-    assert data["prompt"] == NOT_STORED
+    assert data["prompt"] == MESSAGE_TEXT_PLACEHOLDER
     assert data["from_name"] == ["alpha", "charlie"]
     assert_no_native_text()
 
@@ -72,7 +72,7 @@ def test_a_prompt_with_a_message_after_the_user_s_own_words_is_not_stored_either
 def test_a_delivery_notice_keeps_only_its_kind_and_msg_id(hook, kind):
     hook("UserPromptSubmit", "h-a", prompt=notice(kind))
     data = recorded("hook.UserPromptSubmit")
-    assert data["prompt"] == NOT_STORED
+    assert data["prompt"] == MESSAGE_TEXT_PLACEHOLDER
     assert (data["native"], data["msg_id"]) == ([kind], [MSG_ID])
     assert "recipient" not in str(data)
 

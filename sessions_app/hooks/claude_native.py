@@ -23,7 +23,7 @@ SEND_TOOL = "SendMessage"
 # (mcp__<server>__<tool>, whatever the server is called in the config) and other CLIs do
 # (mcp_<server>_<tool>).
 RELAYBAY_MESSAGE_TOOLS = tuple(f"_{tool.name}" for tool in TOOLS if tool.carries_message_text)
-NOT_STORED = "[not stored: message text]"
+MESSAGE_TEXT_PLACEHOLDER = "[not stored: message text]"
 # SendMessage's fields that hold no text: addressing and outcome. Every other field is text
 # or may quote it (`message` and `content` are the message, `summary` the sender's line about
 # it, the result's `message` and `display` quote the summary), and a field a later Claude
@@ -58,7 +58,7 @@ class Send:
 
 
 @dataclass(frozen=True)
-class Arrival:
+class NativeReceipt:
     """The recipient's prompt carried a message: the sender's socket (verified by Claude
     Code) and the name it claims."""
 
@@ -111,7 +111,7 @@ def _arrivals(prompt):
         attrs = {key: html.unescape(value) for key, value in ATTRIBUTE.findall(attributes)}
         # Claude Code writes a closing tag inside the text as `<\/cross-session-message>`.
         text = body.replace("<\\/cross-session-message>", "</cross-session-message>")
-        found.append(Arrival(socket_path(attrs.get("from", "")), attrs.get("from-name", ""), text_digest(text)))
+        found.append(NativeReceipt(socket_path(attrs.get("from", "")), attrs.get("from-name", ""), text_digest(text)))
     return found
 
 
@@ -126,7 +126,7 @@ def _notices(prompt):
 
 
 def read_native(payload):
-    """What one hook payload reports of native messaging: a list of Send, Arrival, Notice and
+    """What one hook payload reports of native messaging: a list of Send, NativeReceipt, Notice and
     Approval items (empty for everything else)."""
     event = payload.get("hook_event_name")
     if event == "PostToolUse" and payload.get("tool_name") == SEND_TOOL:
@@ -150,7 +150,7 @@ def _marks(items):
     """What the stored event keeps of native items: kinds, ids and names, never text."""
     marks = {}
     for item in items:
-        if isinstance(item, Arrival):
+        if isinstance(item, NativeReceipt):
             marks.setdefault("native", []).append("delivered")
             marks.setdefault("from", []).append("uds:" + item.socket)
             marks.setdefault("from_name", []).append(item.claimed_name)
@@ -164,7 +164,7 @@ def without_message_text(payload):
     """The payload as it may be stored (docs/rules.md §4.7, §4.9): relaybay's message tools' inputs,
     results and errors, SendMessage's text fields, and every prompt that carries a cross-session message,
     a delivery notice or a relaybay message (a wake-up handed back as a prompt) replaced by
-    NOT_STORED; of those prompts only kinds, ids and names stay."""
+    MESSAGE_TEXT_PLACEHOLDER; of those prompts only kinds, ids and names stay."""
     tool = payload.get("tool_name") or ""
     data = dict(payload)
     if isinstance(tool, str) and tool.startswith("mcp_") and tool.endswith(RELAYBAY_MESSAGE_TOOLS):
@@ -172,18 +172,18 @@ def without_message_text(payload):
         # ("input_value={'text': …}" for a body that is not text).
         for key in ("tool_input", "tool_response", "error"):
             if key in data:
-                data[key] = NOT_STORED
+                data[key] = MESSAGE_TEXT_PLACEHOLDER
     elif tool == SEND_TOOL:
         for key, kept in SEND_KEPT_FIELDS.items():
             value = data.get(key)
             if isinstance(value, dict):
-                data[key] = {k: (v if k in kept else NOT_STORED) for k, v in value.items()}
+                data[key] = {k: (v if k in kept else MESSAGE_TEXT_PLACEHOLDER) for k, v in value.items()}
             elif key in data:
-                data[key] = NOT_STORED
+                data[key] = MESSAGE_TEXT_PLACEHOLDER
         if "error" in data:  # PostToolUseFailure's error may quote what was sent
-            data["error"] = NOT_STORED
+            data["error"] = MESSAGE_TEXT_PLACEHOLDER
     prompt = data.get("prompt")
     if isinstance(prompt, str) and any(mark in prompt for mark in (WRAPPER_OPEN, NOTICE, RELAYBAY_MESSAGE)):
-        data["prompt"] = NOT_STORED
+        data["prompt"] = MESSAGE_TEXT_PLACEHOLDER
         data.update(_marks(read_native(payload)))
     return data

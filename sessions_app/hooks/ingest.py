@@ -24,14 +24,14 @@ from . import claude_native, delivery, steps
 DELIVERING_EVENTS = {"UserPromptSubmit", "PreToolUse", "PostToolUse"}
 # The hook client's own fields are not the CLI's; the model's last answer (each engine's
 # model_text: a Stop's or its like's) may quote a message.
-NOT_STORED = {
+DROPPED_FIELDS = {
     "transcript_path", "relaybay_session", "relaybay_native", "relaybay_tree",
     "relaybay_waits", "relaybay_hold", "relaybay_attended", ENGINE_FIELD,
 }  # fmt: skip
 # A permission request's detail (the command, the path) is shown only while it waits
 # (docs/rules.md §8): its event keeps the tool's name.
 # A Notification's `details` (a CLI's notice that a tool waits for permission) may hold an edit's file content.
-NOT_STORED_OF_EVENT = {"PermissionRequest": {"tool_input", "permission_suggestions"}, "Notification": {"details"}}
+DROPPED_FIELDS_OF_EVENT = {"PermissionRequest": {"tool_input", "permission_suggestions"}, "Notification": {"details"}}
 FOREIGN_PROCESS = (
     "relaybay: this hook names a Claude Code session that another running process proves; "
     "relaybay leaves that session alone and delivers nothing here."
@@ -87,7 +87,7 @@ def _json_kind(value):
     return "boolean" if isinstance(value, bool) else {dict: "object", list: "array"}.get(type(value), "number")
 
 
-def _clip(value, limit):
+def _truncated(value, limit):
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     if len(text) <= limit:
         return value
@@ -99,10 +99,10 @@ def stored_fields(payload, engine):
     tools', cut before clipping, which would turn a field into a string holding the text) and
     with long fields clipped."""
     limit = settings.RELAYBAY_STORED_FIELD_CHARS
-    dropped = NOT_STORED | MODEL_TEXT | NOT_STORED_OF_EVENT.get(payload.get("hook_event_name"), set())
+    dropped = DROPPED_FIELDS | MODEL_TEXT | DROPPED_FIELDS_OF_EVENT.get(payload.get("hook_event_name"), set())
     fields = [(k, v) for k, v in payload.items() if k not in dropped]
     data = engine.without_file_content(claude_native.without_message_text(dict(fields[:STORED_FIELDS_MAX])))
-    data = {k: _clip(v, limit) for k, v in data.items()}
+    data = {k: _truncated(v, limit) for k, v in data.items()}
     if len(fields) > STORED_FIELDS_MAX:
         data["relaybay_not_stored"] = f"{len(fields) - STORED_FIELDS_MAX} more fields"
     return data
