@@ -102,9 +102,12 @@ def test_stop_blocks_are_capped_at_three_per_turn_and_reset_at_the_next_prompt(h
     assert hook("Stop", "h-a", stop_hook_active=False)["decision"] == "block"
 
 
-def test_a_stop_with_nothing_pending_is_not_blocked(hook, alice):
+def test_a_stop_with_nothing_pending_is_not_blocked_and_uses_none_of_the_turns_blocks(hook, alice):
     assert hook("Stop", "h-a", stop_hook_active=False) == {}
-    assert HookLink.objects.get(hook_session="h-a").stop_blocks == 0
+    # The turn still has its three blocks for what arrives later.
+    for i in range(3):
+        do_write_comment(session=alice, body=f"later {i}")
+        assert hook("Stop", "h-a", stop_hook_active=True)["decision"] == "block"
 
 
 def test_session_start_says_who_the_session_is(hook):

@@ -241,8 +241,8 @@ def test_a_stopped_redis_keeps_writes_whole_refuses_long_polls_clearly_and_recov
         waiter = threading.Thread(target=lambda: box.update(result=second.get("/hooks/wait", session_id="hook-beta", timeout=30)))
         waiter.start()
         wait_until(lambda: query(first, "select waiter from sessions_app_hooklink where hook_session = 'hook-beta'")[0][0], what="the waiter")
+        # The handshake completes once the consumer has joined the board's group (board/consumers.py).
         with board_socket(second, owner_cookie(second)) as ws:
-            time.sleep(0.3)
             status, sent = send(first, "alpha", "beta", "redis is back")
             assert status == 200, sent
             waiter.join(20)

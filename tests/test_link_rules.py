@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from sessions_app import directory
 from sessions_app.actions import do_register_desktop
 from sessions_app.models import Event, HookLink, Session
 
@@ -64,7 +65,9 @@ def test_a_new_hook_id_carrying_the_process_proof_of_a_link_keeps_that_link_s_ro
     proven_hook(hook, "SessionEnd", "h-1", PROOF_A, cwd="/src/a", reason="clear")
     proven_hook(hook, "SessionStart", "h-2", PROOF_A, cwd="/src/a", source="clear")
     assert link("h-2").session == row and link("h-2").exact and link("h-2").process_proof == PROOF_A
-    assert link("h-1").process_proof == "" and link("h-1").state == "ended"
+    assert link("h-1").state == "ended"
+    # A call carrying the process's proof speaks for the new id, not the ended one.
+    assert directory.proven_hook_session(None, PROOF_A) == "h-2"
     assert Session.objects.count() == 1
 
 
