@@ -25,7 +25,7 @@ def _process(request):
 
 
 def _caller(request, data):
-    return files.caller_link(hook_session=data.hook_session, session=data.session, process=_process(request))
+    return files.access_caller_link(hook_session=data.hook_session, session=data.session, process=_process(request))
 
 
 def _moment(value):

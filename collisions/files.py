@@ -172,7 +172,7 @@ NOT_PROVEN = (
 )
 
 
-def caller_link(*, hook_session=None, session=None, process="", now=None):
+def access_caller_link(*, hook_session=None, session=None, process="", now=None):
     """The live hook link a reservation call speaks for (as message_send's caller, docs/rules.md §4.2):
     its hook session, given or proven by the process (directory.proven_hook_session), which must
     be live and may not be another running process's; `session`, when given, must be the name

@@ -12,7 +12,7 @@ from core.pings import ping
 from core.inputs import clean_text
 from sessions_app import directory, identity
 from sessions_app.directory import Arrival
-from sessions_app.actions import link_hook_session, named_row
+from sessions_app.actions import do_link_hook_session, do_take_name
 from sessions_app.directory import get_task, resolve_one
 from sessions_app.feed import feed_row, record_event, record_events, wake_session, wake_sessions
 from sessions_app.hooks.delivery import BUDGET, answer_size
@@ -30,7 +30,7 @@ MAX_DEPTH = 8
 @dataclass
 class Claim:
     """Who a call says makes it: the name it gives and the hook link its hook_session names.
-    Nothing is proven yet; the send rule (resolve_sender) and the ack rule (resolve_reader)
+    Nothing is proven yet; the send rule (do_take_sender) and the ack rule (access_reader)
     judge it."""
 
     name: str | None
@@ -71,7 +71,7 @@ def _linked_elsewhere(name):
     )
 
 
-def resolve_sender(claim):
+def do_take_sender(claim):
     """The send rule (docs/rules.md §4.2): who writes. A row live under an exact link is written as
     only with that link's id, or with a live id of the caller's own, which moves the link to
     it (a restart). Call inside a transaction: it may create an `mcp` row or move a link, and
@@ -90,14 +90,14 @@ def resolve_sender(claim):
             )
         # The hook id names its row; an old id of a row that is live under another exact
         # link must not pass for it, exactly as its name without that link's id would not.
-        # (A live exact link is its row's only one: link_hook_session ends the others.)
+        # (A live exact link is its row's only one: do_link_hook_session ends the others.)
         if not link.live_exact and directory.live_exact_link(link.session) is not None:
             raise SenderRefused(_linked_elsewhere(link.session.public_name))
         verified = link.live_exact
         return Caller(link.session, link.session.public_name, verified, _proving(link) if verified else "")
     # The named row is looked up once; a row made for a name that a refusal below rejects is
     # rolled back with the caller's transaction.
-    row, _ = named_row(name, hook_session, kind=Session.Kind.MCP)
+    row, _ = do_take_name(name, hook_session, kind=Session.Kind.MCP)
     if link is not None and link.live_exact and link.session_id != row.pk:
         raise SenderRefused(
             f'Hook session {hook_session} goes by "{link.session.public_name}", not by "{name}". '
@@ -108,7 +108,7 @@ def resolve_sender(claim):
         if directory.live_exact_link(row) is not None:
             raise SenderRefused(_linked_elsewhere(name))
         return Caller(row, name, False)
-    linked = link_hook_session(row, hook_session)
+    linked = do_link_hook_session(row, hook_session)
     return Caller(row, name, linked.verified, _proving(linked.link) if linked.verified else "")
 
 
@@ -255,7 +255,7 @@ def _sender_and_earlier_answer(*, session, session_title, hook_session, request_
     """The proven sender of a send or broadcast, and the answer it already had for this
     request_id, if any. Sends of one sender take turns on every process (serialize_on): its
     rate, its request ids and its duplicates are judged on what the previous send committed."""
-    sender = resolve_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
+    sender = do_take_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
     directory.serialize_on("sender", str(sender.row.pk))
     return sender, fleet.earlier_answer(sender.row, request_id, now)
 
@@ -520,7 +520,7 @@ def check_mail_reader(row, hook_session, process=""):
         )
 
 
-def resolve_reader(claim, process=""):
+def access_reader(claim, process=""):
     """Whose mail the caller marks read, by the ack rule; refused when it cannot prove it."""
     if claim.name is not None:
         row = resolve_one(claim.name, what="session")
@@ -580,7 +580,7 @@ class AckResult:
 
 def do_ack_messages(*, message_id=None, session=None, session_title=None, hook_session=None, process=""):
     with transaction.atomic():
-        reader = resolve_reader(claim_of(session=session, session_title=session_title, hook_session=hook_session), process)
+        reader = access_reader(claim_of(session=session, session_title=session_title, hook_session=hook_session), process)
         row, verified = reader.row, reader.verified
         if message_id not in (None, ""):
             message = reads.get_message(message_id)
@@ -611,8 +611,8 @@ def do_link_session(*, hook_session, session=None, session_title=None, process="
         name = directory.check_name(session if session is not None else session_title, what="session")
         if name is None:
             raise InvalidInput("Pass session (or session_title): the name to link this hook session to.")
-        row, _ = named_row(name, hook, kind=Session.Kind.MCP)
-        result = link_hook_session(row, hook, process=process)
+        row, _ = do_take_name(name, hook, kind=Session.Kind.MCP)
+        result = do_link_hook_session(row, hook, process=process)
     return result
 
 

@@ -22,7 +22,7 @@ COMMENT_MAX = 4000
 ALIASES_MAX = 20
 
 
-def named_row(name, hook_session=None, *, kind):
+def do_take_name(name, hook_session=None, *, kind):
     """The row a write names, made when no row goes by the name. The hook row of a running
     session naming itself by a name no row goes by takes that name (docs/rules.md §1.5).
     Call inside a transaction."""
@@ -71,7 +71,7 @@ class LinkResult:
         return self.link is not None and self.link.live_exact
 
 
-def link_hook_session(row, hook_session, *, process=""):
+def do_link_hook_session(row, hook_session, *, process=""):
     """Make `hook_session` an exact link of `row` following docs/rules.md §1.3. Call inside a transaction.
 
     Returns LinkResult(link=None) when the hook id was never seen (nothing moves). Raises
@@ -241,7 +241,7 @@ def _link_of_same_process(hook_session, payload, process, now):
         return None
     HookLink.objects.filter(pk=same_process.pk).update(state=HookLink.State.ENDED, waiter="", waiter_polled_at=None)
     _own_link(hook_session, same_process.session, payload, process, now)
-    return link_hook_session(same_process.session, hook_session).link
+    return do_link_hook_session(same_process.session, hook_session).link
 
 
 def _link_guessed_to_desktop(hook_session, payload, process, now, engine):
@@ -283,7 +283,7 @@ def _link_by_name(hook_session, link, payload, process, now, engine, asked):
             record_event("session.name_in_use", session=row, hook_session=hook_session, data={"asked": asked, "why": why, "given": row.public_name})
         if link is None:
             _own_link(hook_session, row, payload, process, now)
-        return link_hook_session(row, hook_session).link, note
+        return do_link_hook_session(row, hook_session).link, note
 
 
 @dataclass

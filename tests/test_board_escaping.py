@@ -55,7 +55,7 @@ def hostile(db):
         edit = {"hook_event_name": "PreToolUse", "session_id": hook, "cwd": f"/work/{text}", "tool_name": "Edit", "tool_input": {"file_path": f"src/{text} {i}.py"}}
         ingest_hook(edit)
         ingest_hook({**edit, "session_id": peer.hook_session})
-        link = files.caller_link(hook_session=hook)
+        link = files.access_caller_link(hook_session=hook)
         files.do_reserve_files(link=link, paths_given=[f"lib/{text} {i}.py"], reason=text)
         rows.append((row, task))
     actions.do_update_session(session=peer, title="W" * 200)
