@@ -25,6 +25,7 @@ import random
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -124,7 +125,7 @@ def measure(server, db, target, hook_session, rounds, writer):
 
     def listing(box):
         def call(client):
-            status, body, ms = client.request("GET", f"/api/messages_list?session={handle}&hook_session={hook_session}&box={box}")
+            status, body, ms = client.request("GET", f"/api/messages_list?session={handle}&hook_session={quote(hook_session)}&box={box}")
             claimed["listed"] = len(json.loads(body).get("messages", [])) if status == 200 else -1
             return status, body, ms
         return call

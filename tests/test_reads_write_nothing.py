@@ -25,8 +25,9 @@ WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.I)
 # The board search's index on SQLite is written in batches by the search itself, before it
 # matches (sessions_app/search_index.py): a derived index, not a record of anything.
 DERIVED = re.compile(r"^\s*INSERT INTO board_search\b", re.I)
-# GET /api/hooks/wait is the waiter's long poll: registering it is its write (do_register_waiter).
-GET_WRITES = {"/api/hooks/wait"}
+# The long polls are GETs that write: the wake-up waiter registers itself (do_register_waiter),
+# the permission request's hook takes its answer (approvals' do_take_answer).
+GET_WRITES = {"/api/hooks/wait", "/api/approvals/{pk}/wait"}
 
 
 @contextmanager
@@ -58,17 +59,19 @@ def fleet(rb):
 
 def test_every_get_route_of_the_json_api_writes_nothing(fleet, api):
     alpha, _ = fleet
+    agent_or_owner = (None, OWNER_TOKEN)
     asked = {
-        "/api/messages_list": {"session": "alpha", "hook_session": "hook-alpha", "box": "all"},
-        "/api/sessions_list": {},
-        "/api/message_limits": {},
-        "/api/files_list": {"session": "alpha", "hook_session": "hook-alpha"},
+        "/api/messages_list": ({"session": "alpha", "hook_session": "hook-alpha", "box": "all"}, agent_or_owner),
+        "/api/sessions_list": ({}, agent_or_owner),
+        "/api/message_limits": ({}, agent_or_owner),
+        "/api/files_list": ({"session": "alpha", "hook_session": "hook-alpha"}, agent_or_owner),
+        "/api/approvals": ({}, (OWNER_TOKEN,)),
     }
     routes = {path for path, ops in ninja_api.get_openapi_schema()["paths"].items() if "get" in ops}
     assert routes - GET_WRITES == set(asked), "a GET route is missing here"
-    for path, params in asked.items():
+    for path, (params, tokens) in asked.items():
         with writes_refused():
-            for token in (None, OWNER_TOKEN):
+            for token in tokens:
                 answer = api.get(path.removeprefix("/api"), **({"token": token} if token else {}), **params)
                 assert answer.status_code == 200, (path, answer.content)
 
@@ -77,7 +80,7 @@ def test_the_boards_pages_write_nothing(fleet, board):  # noqa: F811
     alpha, _ = fleet
     message = reads.get_message(1)
     pages = ["/", f"/sessions/{alpha.pk}/", f"/sessions/{alpha.pk}/export.md", "/tasks/", "/events/", "/map/", "/search/?q=alpha",
-             "/messages/", f"/messages/{message.pk}/", "/inbox/", "/inbox/count/", "/files/"]
+             "/messages/", f"/messages/{message.pk}/", "/inbox/", "/inbox/count/", "/files/", "/needs-you/", "/needs-you/state.json"]
     for page in pages:
         with writes_refused():
             assert board.get(page).status_code == 200, page
