@@ -21,6 +21,7 @@ class Messages(Deliverable):
     # Claude Code's to deliver; relaybay only records them. Held, denied and expired messages
     # wait on the owner, not on a hook (docs/rules.md §4.8).
     carriable = Q(read_at=None, channel=SessionMessage.Channel.MCP, state=SessionMessage.State.SENT)
+    carriable_sql = f"read_at IS NULL AND channel = '{SessionMessage.Channel.MCP}' AND state = '{SessionMessage.State.SENT}'"
     # What the sender was told about why it waited no longer holds.
     claimed_fields = {"not_delivered_reason": ""}
 

@@ -24,7 +24,7 @@ def test_comments_come_before_messages_and_messages_before_file_notices_in_an_an
     "comment_state, message_state",
     itertools.product(
         ["none", "waiting", "delivered", "offered long ago", "offered just now"],
-        ["none", "waiting", "delivered", "read", "delivered and read", "offered long ago", "offered long ago and read"],
+        ["none", "waiting", "delivered", "read", "delivered and read", "offered long ago", "offered long ago and read", "waiting held", "waiting native"],
     ),
 )
 def test_the_hooks_question_agrees_with_each_kinds_queryset(comment_state, message_state):
@@ -55,11 +55,13 @@ def test_the_hooks_question_agrees_with_each_kinds_queryset(comment_state, messa
             delivered_at=now if "delivered" in message_state or "offered" in message_state else None,
             offered_at=offered["long ago"] if "offered" in message_state else None,
             read_at=now if "read" in message_state else None,
+            state=SessionMessage.State.HELD if "held" in message_state else SessionMessage.State.SENT,
+            channel=SessionMessage.Channel.NATIVE if "native" in message_state else SessionMessage.Channel.MCP,
         )
     expected = {kind.name for kind in delivery.kinds() if kind.waiting(me.pk).exists()}
     assert {kind.name for kind in delivery.pending(me.pk)} == expected
     assert ("comment" in expected) == (comment_state in ("waiting", "offered long ago"))
-    assert ("message" in expected) == (message_state in ("waiting", "offered long ago"))
+    assert ("message" in expected) == (message_state in ("waiting", "offered long ago"))  # held and native messages wait on no hook
 
 
 def test_what_waits_is_found_through_the_pending_index_not_by_walking_delivered_unread_mail():

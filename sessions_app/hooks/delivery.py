@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Exists, F, Q
+from django.db import connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from core.pings import ping
 
 from .. import directory, identity
 from ..feed import feed_row, record_event, record_events
-from ..models import Comment, HookLink, Session
+from ..models import Comment, HookLink
 
 BUDGET = 8000
 STOP_BLOCKS_PER_TURN = 3
@@ -48,8 +48,11 @@ class Deliverable:
     order = 0
     model = None
     session_field = ""
-    # What of this kind may still be carried, handed over or not (read, denied... may not).
+    # What of this kind may still be carried, handed over or not (read, denied... may not); and
+    # the same condition in SQL, of the kind's own columns, for the one statement every hook
+    # asks (pending): tests/test_delivery_kinds.py checks that the two agree.
     carriable = Q()
+    carriable_sql = ""
     # An item's handle is `<prefix>-<id>` (C-12, M-40): in answers, confirmations, the board.
     prefix = ""
     # Columns a claim sets besides the delivery's own.
@@ -187,18 +190,38 @@ def answer_size(kind, item, block):
 
 
 def pending(session_id):
-    """The kinds that have something pending for the session (empty when nothing waits). Every
-    hook asks, and mostly hears no: one query, on the session's own row, asks each kind for its
-    fresh items and for those due again (each an index of its own)."""
+    """The kinds that have something pending for the session (empty when nothing waits): for
+    each kind, whether it has fresh items or items due again, as its `fresh` and `due_again`
+    querysets say (each an index of its own).
+
+    Hand-written, relaybay's one such read on the hook path: every hook asks it and mostly
+    hears no, and the ORM's building of its six subqueries on each hook cost more than the rest
+    of the hook's work (docs/benchmarks.md, "The ORM everywhere"). Each kind's part is written
+    from its model's table and columns and its `carriable_sql`."""
     registered = kinds()
-    now = timezone.now()
-    asked = []
+    cutoff = timezone.now() - timedelta(seconds=settings.RELAYBAY_REOFFER_SECONDS)
+    questions, params = [], []
     for kind in registered:
-        asked += [Exists(kind.fresh(session_id)), Exists(kind.due_again(session_id, now))]
-    found = Session.objects.filter(pk=session_id).values_list(*asked).first()
-    if found is None:
-        return ()
+        fresh, due = _pending_questions(kind)
+        questions += [fresh, due]
+        params += [session_id, session_id, connection.ops.adapt_datetimefield_value(cutoff)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(questions), params)
+        found = cursor.fetchone()
     return tuple(kind for i, kind in enumerate(registered) if found[2 * i] or found[2 * i + 1])
+
+
+def _pending_questions(kind):
+    """`kind.fresh` and `kind.due_again` as EXISTS clauses: the session's id their parameter,
+    and the cutoff the second's."""
+    quote = connection.ops.quote_name
+    meta = kind.model._meta
+    of_session = f"{quote(meta.get_field(kind.session_field).column)} = %s" + (f" AND {kind.carriable_sql}" if kind.carriable_sql else "")
+    table = quote(meta.db_table)
+    return (
+        f"EXISTS(SELECT 1 FROM {table} WHERE {of_session} AND {quote('delivered_at')} IS NULL)",
+        f"EXISTS(SELECT 1 FROM {table} WHERE {of_session} AND {quote('offered_at')} < %s)",
+    )
 
 
 def do_claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET):
