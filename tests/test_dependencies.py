@@ -55,3 +55,19 @@ def test_every_package_of_the_project_has_its_layer():
     # A new app or package must be placed in LAYERS, or its imports would go unchecked.
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench", "relaybay_hook"}
     assert packages <= set(LAYERS), f"not placed in LAYERS: {sorted(packages - set(LAYERS))}"
+
+
+def test_only_core_capabilities_names_a_database():
+    """What SQLite and PostgreSQL do differently is declared once, as capabilities
+    (core/capabilities.py): the server's code, its migrations and the benchmarks ask for a
+    capability, never for the database's name."""
+    allowed = ROOT / "core" / "capabilities.py"
+    naming = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for package in [*LAYERS, "bench"]
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path != allowed
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if ".vendor" in line
+    ]
+    assert naming == []
