@@ -23,6 +23,9 @@ QUESTION_TOOLS = frozenset({"AskUserQuestion"})
 # Claude Code's Notification types (seen, 2.1.328): its own permission dialog, and the prompt
 # waiting for the person after a turn.
 PERMISSION_PROMPT = "permission_prompt"
+# Auto mode's dialog when its server-side check does not get through (seen, 2.1.328): it fires
+# no PermissionRequest, this notice at once and permission_prompt some 6 s later.
+AGENT_NEEDS_INPUT = "agent_needs_input"
 IDLE_PROMPT = "idle_prompt"
 WAITING_FOR_INPUT = "waiting for your input after its turn"
 
@@ -97,9 +100,9 @@ def _notified(link, dialect, payload, now):
         if Request.objects.waiting(now).filter(hook_session=link.hook_session).exists():
             return []
         return _opened([], link, dialect, Kind.INPUT, "", WAITING_FOR_INPUT, now)[1]
-    if kind_of == PERMISSION_PROMPT:
+    if kind_of in (PERMISSION_PROMPT, AGENT_NEEDS_INPUT):
         # The dialog of a request relaybay holds already, or one no hook reported (a native
-        # message held for approval): the latter waits for the terminal.
+        # message held for approval, auto mode's choice): the latter waits for the terminal.
         if Request.objects.waiting(now).filter(hook_session=link.hook_session).exists():
             return []
         return _opened([], link, dialect, Kind.PERMISSION, "", answers.summary_of(said), now)[1]

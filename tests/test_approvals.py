@@ -249,3 +249,17 @@ def test_a_hook_its_cli_stopped_says_so_and_the_request_was_answered_in_the_term
     owner_pk = ask(hook, tool_input={"command": "make"})["relaybay_request"]
     owner(client, "POST", f"/approvals/{owner_pk}", {"decision": "allow"})
     assert api.post(f"/approvals/{owner_pk}/withdrawn", {}).json()["state"] == "allowed"
+
+
+def test_auto_modes_dialog_without_a_permission_request_waits_for_the_terminal_at_once(hook, client, started):
+    # As Claude Code 2.1.328 in auto mode shows it when its server-side check does not get
+    # through: PreToolUse, agent_needs_input, then permission_prompt; no PermissionRequest.
+    hook("PreToolUse", "h-1", tool_name="Bash", tool_input={"command": "date"})
+    said = "Auto mode can't check actions in this session and needs your choice"
+    hook("Notification", "h-1", notification_type="agent_needs_input", message=said)
+    [waiting] = owner(client, "GET", "/approvals").json()["pending"]
+    assert (waiting["kind"], waiting["summary"], waiting["answerable"]) == ("permission", said, False)
+    hook("Notification", "h-1", notification_type="permission_prompt", message="Claude needs your permission")
+    assert len(owner(client, "GET", "/approvals").json()["pending"]) == 1
+    hook("PostToolUse", "h-1", tool_name="Bash", tool_input={"command": "date"}, tool_response={})
+    assert owner(client, "GET", "/approvals").json()["pending"] == []
