@@ -21,7 +21,7 @@ from .errors import ErrorCode, RelaybayError, error_body
 
 TOKEN_REFUSED = (
     "Missing or wrong token: send Authorization: Bearer <RELAYBAY_TOKEN> (the agents' token, kept in data/token); "
-    "a CLI connected with an old one: run `.venv/bin/python manage.py connect claude|codex|gemini` again."
+    "a CLI connected with an old one: run `.venv/bin/python manage.py connect` for it again."
 )
 OWNER_TOKEN_REFUSED = (
     "Missing or wrong token: this route is the owner's; send Authorization: Bearer <the owner token> "
