@@ -41,6 +41,12 @@ def _live_sessions():
     return HookLink.objects.live().values("session_id")
 
 
+def recent_by_live(now):
+    """The live sessions' edits within the window: what both the collision rule and the lists of
+    recent edits read (docs/rules.md §7.1)."""
+    return FileEdit.objects.filter(last_at__gte=window_start(now), session_id__in=_live_sessions())
+
+
 # --- Who edited a file lately ------------------------------------------------------------------
 
 
@@ -56,7 +62,7 @@ class Edited:
 
 
 def _edits_of_file(file_key, now):
-    edits = FileEdit.objects.filter(file_key=file_key, last_at__gte=window_start(now), session_id__in=_live_sessions())
+    edits = recent_by_live(now).filter(file_key=file_key)
     return edits.order_by("-last_at").values_list("session_id", "path", "root", "last_at", "tool")
 
 
@@ -421,7 +427,7 @@ class Recent:
 def recent_edits(now, *, root=None, besides=None, limit=2000):
     """The live sessions' edits within the window, newest first (of one tree's files, and not by
     the session `besides`)."""
-    edits = FileEdit.objects.filter(last_at__gte=window_start(now), session_id__in=_live_sessions())
+    edits = recent_by_live(now)
     if root is not None:
         edits = edits.filter(root=root)
     if besides is not None:
@@ -434,7 +440,7 @@ def shared(now, key):
     """Files edited within the window by more than one live session: `key` "path_key" for the
     same file (a collision), "file_key" for the same relative path of one repository in several
     trees. Each group's edits, newest first, groups with the newest edit first."""
-    recent = FileEdit.objects.filter(last_at__gte=window_start(now), session_id__in=_live_sessions())
+    recent = recent_by_live(now)
     if key == "file_key":
         recent = recent.exclude(repository="")
         counted = "path_key"
