@@ -147,6 +147,9 @@ def test_the_service_serves_where_make_run_recorded_relaybay(tmp_path):
     found = unit_settings(service(tmp_path, data, "install", "--platform", "linux", "--print").stdout)
     assert "RELAYBAY_PORT=8231" in found["Environment"] and "RELAYBAY_HOST=127.0.0.1" in found["Environment"]
     assert shlex.split(found["ExecStart"][0])[-3:-1] == ["-p", "8231"]
+    # --dry-run, as connect's, prints the same and writes nothing.
+    assert service(tmp_path, data, "install", "--platform", "linux", "--dry-run").stdout == service(tmp_path, data, "install", "--platform", "linux", "--print").stdout
+    assert not (tmp_path / ".config").exists()
     chosen = unit_settings(service(tmp_path, data, "install", "--platform", "linux", "--print", port=8232).stdout)
     assert "RELAYBAY_PORT=8232" in chosen["Environment"]
     (data / "address").write_text("not an address\n")

@@ -26,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--platform", choices=sorted(login_service.PLATFORMS), help="Write the other system's file (default: this system's)."
         )
-        parser.add_argument("--print", action="store_true", help="Print the file `install` would write, and nothing else.")
+        parser.add_argument("--print", "--dry-run", dest="print", action="store_true", help="Print the file `install` would write, and nothing else.")
 
     def handle(self, *args, action, host=None, port=None, platform=None, print=False, **options):
         from pathlib import Path
