@@ -53,6 +53,8 @@ def short_reason(request):
     if request.kind == Request.Kind.PERMISSION:
         shown = request.summary if len(request.summary) <= 120 else request.summary[:119] + "…"
         return f"{request.tool or 'permission'} `{shown}`" if shown else (request.tool or "permission")
+    if request.kind == Request.Kind.INPUT:
+        return "a prompt, its turn ended"
     return reason(request)
 
 

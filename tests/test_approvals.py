@@ -203,6 +203,11 @@ def test_the_sessions_page_says_what_each_session_is_doing_in_words(hook, owner_
     assert "needs you" in sessions and "waiting for you: Bash `npm test`" in sessions
     state = owner_client.get("/needs-you/state.json").json()
     assert state["count"] == 1 and state["pending"][0]["session"] == "web" and "npm test" in state["pending"][0]["reason"]
+    owner_client.post("/needs-you/session/%d/decide/" % Request.objects.get().session_id, {"decision": "deny"})
+    hook("Stop", "h-1", stop_hook_active=False)
+    hook("Notification", "h-1", notification_type="idle_prompt", message="Claude is waiting for your input")
+    sessions = owner_client.get("/").content.decode()
+    assert "waiting for you: a prompt, its turn ended" in sessions and "waiting for you: waiting" not in sessions
 
 
 def test_a_session_woken_by_relaybay_says_for_what_instead_of_the_wake_up_notice(hook, owner_client, api, started):
