@@ -8,15 +8,22 @@ the owner too. The board itself is the owner's staff login (`owner_required`).
 """
 
 import functools
+import hashlib
 import hmac
+import re
+from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 
+from django.apps import apps
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import JsonResponse
+from django.utils import timezone
 from ninja.security import HttpBearer
 
+from .dbthreads import threads as db_threads
 from .errors import ErrorCode, RelaybayError, error_body
 
 TOKEN_REFUSED = (
@@ -44,17 +51,76 @@ class Credential(StrEnum):
     OWNER = "owner"
 
 
+MACHINE_HEARD_EVERY = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class MachineCredential:
+    """A machine's token (machines/): an agents' credential for that machine's sessions only."""
+
+    machine_id: int
+    name: str
+
+
+def machine_token_digest(token):
+    """What relaybay keeps of a machine's token."""
+    return hashlib.sha256(b"relaybay-machine:" + token.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 def _same(token, secret):
     return bool(token) and bool(secret) and hmac.compare_digest(token.encode(), secret.encode())
 
 
-def credential_of(token):
-    """The credential `token` is, or None."""
+def _fixed_credential(token):
     if _same(token, settings.RELAYBAY_OWNER_TOKEN):
         return Credential.OWNER
     if _same(token, settings.RELAYBAY_TOKEN):
         return Credential.AGENT
     return None
+
+
+def credential_of(token):
+    """The credential `token` is, or None: the owner's, the agents', or a machine's not revoked
+    (looked up on every call, so a revoked one is refused at once on every process). The
+    machines app sits above core: it is reached through the app registry."""
+    fixed = _fixed_credential(token)
+    if fixed is not None or not token:
+        return fixed
+    machines = apps.get_model("machines", "Machine").objects
+    machine = machines.filter(token_digest=machine_token_digest(token), revoked_at=None).first()
+    if machine is None:
+        return None
+    now = timezone.now()
+    if machine.last_heard_at is None or now - machine.last_heard_at > MACHINE_HEARD_EVERY:
+        # `machine list`'s "last heard", written at most once a minute.
+        machines.filter(pk=machine.pk).update(last_heard_at=now)
+    return MachineCredential(machine.pk, machine.name)
+
+
+async def acredential_of(token):
+    """credential_of for async code: a machine's token is looked up on a database thread."""
+    return _fixed_credential(token) or (await db_threads.run(credential_of, token) if token else None)
+
+
+# A process of another machine speaks as `m<id>:` and the first characters of its proof, so a
+# link records which machine its process runs on in its process_proof, and no machine's process
+# ever passes for another's or for one of relaybay's own machine.
+MACHINE_PROCESS = re.compile(r"^m([0-9]+):")
+
+
+def caller_process(credential, proof):
+    """The process a call speaks as: its proof, namespaced by its machine for a machine's token.
+    A call without a proof speaks as no process, on any machine."""
+    if proof and isinstance(credential, MachineCredential):
+        prefix = f"m{credential.machine_id}:"
+        return prefix + proof[: 64 - len(prefix)]
+    return proof
+
+
+def machine_of_process(process):
+    """The id of the machine a process runs on, or None for relaybay's own machine."""
+    match = MACHINE_PROCESS.match(process or "")
+    return int(match.group(1)) if match else None
 
 
 def is_owner(request):
@@ -63,8 +129,9 @@ def is_owner(request):
 
 
 def owner_credential(token):
-    """The owner's credential, or the refusal: 403 for the agents' token, 401 for anything else."""
-    credential = credential_of(token)
+    """The owner's credential, or the refusal: 403 for the agents' token, 401 for anything else
+    (a machine's token too: no database lookup on the owner's routes, async ones included)."""
+    credential = _fixed_credential(token)
     if credential == Credential.OWNER:
         return credential
     if credential == Credential.AGENT:
@@ -84,7 +151,7 @@ class AsyncAgentAuth(HttpBearer):
     on a thread of its own, a hop the hook path cannot afford."""
 
     async def authenticate(self, request, token):
-        return credential_of(token)
+        return await acredential_of(token)
 
 
 class OwnerAuth(HttpBearer):

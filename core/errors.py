@@ -35,6 +35,7 @@ class ErrorCode(StrEnum):
     INVALID_PATH = "invalid_path"
     CALLER_NOT_PROVEN = "caller_not_proven"
     PROCESS_NOT_PROVEN = "process_not_proven"
+    OTHER_MACHINE = "other_machine"
     RESERVATION_HELD = "reservation_held"
     RESERVATIONS_FULL = "reservations_full"
     PAYLOAD_TOO_LARGE = "payload_too_large"
@@ -74,6 +75,7 @@ HTTP_STATUS = {
     ErrorCode.INVALID_PATH: 400,
     ErrorCode.CALLER_NOT_PROVEN: 403,
     ErrorCode.PROCESS_NOT_PROVEN: 403,
+    ErrorCode.OTHER_MACHINE: 403,
     ErrorCode.RESERVATION_HELD: 409,
     ErrorCode.RESERVATIONS_FULL: 409,
     ErrorCode.PAYLOAD_TOO_LARGE: 413,

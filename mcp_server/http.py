@@ -34,7 +34,7 @@ from messaging.schemas import AckIn, BroadcastIn, LinkIn, MessagesListQuery, Sen
 from collisions import api as files_api
 from collisions.schemas import FilesListQuery, ReleaseIn, ReserveIn
 from core.api import database_unavailable_detail, invalid_detail
-from core.auth import TOKEN_REFUSED, credential_of
+from core.auth import TOKEN_REFUSED, acredential_of, caller_process
 from core.dbthreads import threads as db_threads
 from core.errors import ErrorCode, RelaybayError, error_body, tool_error_text
 from core.limits import Limits
@@ -84,7 +84,7 @@ def _operate(operation, fields, proof, credential=None, named=(None, "")):
         do_note_unheard_session(engine=engine.name, hook_session=cli_session)
     if operation in PROVEN:
         # A CLI that names the calling session with every call: its id wins over one the model wrote.
-        fields["hook_session"] = cli_session or routes.proven_hook_session(fields.get("hook_session"), proof)
+        fields["hook_session"] = cli_session or routes.proven_hook_session(fields.get("hook_session"), caller_process(credential, proof))
         if PROVEN[operation] and not (fields["hook_session"] or "").strip():
             raise ToolError(tool_error_text(ErrorCode.SENDER_REFUSED, NO_PROOF))
     try:
@@ -109,7 +109,7 @@ class DirectBackend:
     async def call(self, operation, fields, ctx):
         headers = ctx.headers or {}
         proof = directory.process_proof(headers.get(directory.PROCESS_HEADER.lower()))
-        credential = credential_of(_token(headers.get("authorization", "")))
+        credential = await acredential_of(_token(headers.get("authorization", "")))
         named = cli_session(ctx.request_context.meta)
         try:
             return await db_threads.run(_operate, operation, fields, proof, credential, named)
@@ -128,7 +128,7 @@ class MCPApp:
         self._task = None
 
     async def __call__(self, scope, receive, send):
-        if not credential_of(_bearer(scope)):
+        if not await acredential_of(_bearer(scope)):
             await _refuse(send)
             return
         await self._started()

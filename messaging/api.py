@@ -19,7 +19,7 @@ ERRORS = {**ERRORS, 403: Error, 404: Error, 409: Error, 429: Error}
 
 
 def _process(request):
-    return directory.process_proof(request.headers.get(directory.PROCESS_HEADER)) if request is not None else ""
+    return directory.caller_process(request) if request is not None else ""
 
 
 def _proven(request, data):

@@ -131,6 +131,7 @@ INSTALLED_APPS = [
     "ninja",
     "channels",
     "core",
+    "machines",
     "sessions_app",
     "collisions",
     "approvals",

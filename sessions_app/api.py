@@ -11,7 +11,7 @@ from ninja import Router, Status
 from redis.exceptions import TimeoutError as ChannelLayerTimeout
 
 from core import inputs, pings
-from core.auth import AgentAuth, AsyncAgentAuth, AsyncOwnerAuth, OwnerAuth, credential_of
+from core.auth import AgentAuth, AsyncAgentAuth, AsyncOwnerAuth, OwnerAuth, acredential_of, credential_of
 from core.dbthreads import threads as db_threads
 from core.errors import InvalidInput
 from core.pings import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
@@ -68,7 +68,7 @@ class AsyncHookAuth(AsyncAgentAuth):
         return self._refused() if checked is None else checked
 
     async def authenticate(self, request, token):
-        return credential_of(token) or await self._refused()
+        return await acredential_of(token) or await self._refused()
 
     async def _refused(self):
         await db_threads.run(_count_refused)
@@ -103,7 +103,7 @@ def _spooled_at(request):
 def post_hook(request, response: HttpResponse):
     payload = inputs.read_json_body(request, what="The hook payload")
     replay = request.headers.get("X-Relaybay-Replay") == "1"
-    process = directory.process_proof(request.headers.get(directory.PROCESS_HEADER))
+    process = directory.caller_process(request)
     if not replay:
         _take_report(request, response, payload, process)
     answer = ingest_hook(
@@ -155,7 +155,7 @@ async def wait_for_delivery(
 ):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
     waiter = uuid.uuid4().hex
-    process = directory.process_proof(request.headers.get(directory.PROCESS_HEADER))
+    process = directory.caller_process(request)
     confirming = request.headers.get(CONFIRMING_HEADER) == "1"
     report = request.headers.get(PRINTED_HEADER)
     if report:

@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 import engines
-from core import capabilities, guidance
+from core import auth, capabilities, guidance
 from core.errors import Ambiguous, InvalidInput, NotFound
 from core.inputs import check_identifier, clean_text, is_identifier_text, parse_id
 
@@ -50,6 +50,12 @@ def process_proof(value):
     """The header's value when it is a well-formed proof, else ''."""
     value = (value or "").strip().lower()
     return value if PROOF_RE.match(value) else ""
+
+
+def caller_process(request):
+    """The process a request speaks as (core.auth.caller_process): its proof header, namespaced
+    by the machine whose token it carries."""
+    return auth.caller_process(getattr(request, "auth", None), process_proof(request.headers.get(PROCESS_HEADER)))
 
 
 def hook_session_of_process(proof):

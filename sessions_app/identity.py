@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 
+from core.auth import machine_of_process
 from core.errors import ErrorCode, Refused
 
 from .models import Session
@@ -22,6 +23,10 @@ HEARD_FROM_RECENTLY = timedelta(minutes=10)
 # A waiter's next poll follows its last one within a second; this covers a slow machine.
 WAITER_POLL_GRACE = timedelta(seconds=15)
 TITLE_MAX = Session._meta.get_field("title").max_length
+OTHER_MACHINE = (
+    "This names a session of another machine: a machine's token acts for that machine's own sessions only, "
+    "and relaybay's own token for the sessions of relaybay's machine. Nothing was changed."
+)
 PROCESS_NOT_PROVEN = (
     "This names a session whose running Claude Code process proves itself (X-Relaybay-Process): relaybay acts "
     "for it only with that proof, which its own hook client and MCP connection send. Nothing was changed."
@@ -42,7 +47,8 @@ def process_running(link, now):
     there. Without a socket, a link heard from within HEARD_FROM_RECENTLY counts as running."""
     if not link.live:
         return False
-    pid = _socket_pid(link.native_socket)
+    # A pid means something only in relaybay's own machine: elsewhere, what it reports tells.
+    pid = _socket_pid(link.native_socket) if machine_of_process(link.process_proof) is None else None
     if pid is not None:
         try:
             os.kill(pid, 0)
@@ -59,12 +65,15 @@ def speaks_for(link, process, now):
     """Whether a hook or call carrying `process` (a proof, or '' for none) may speak for `link`:
     the link's own process, a link no process has proven, or one whose process has exited (a
     restart, /resume). A running process's link never passes to another process's proof, and
-    a call without a proof for it is refused (ProcessNotProven): its hook id alone, which sits in
-    the name of its transcript file, proves nothing."""
+    a call without a proof for it is refused (process_not_proven): its hook id alone, which sits in
+    the name of its transcript file, proves nothing; a process of another machine than the
+    link's (core.auth.machine_of_process) is refused as such (other_machine)."""
     if not link.process_proof or link.process_proof == process or not process_running(link, now):
         return True
     if not process:
         raise Refused(PROCESS_NOT_PROVEN, code=ErrorCode.PROCESS_NOT_PROVEN)
+    if machine_of_process(link.process_proof) != machine_of_process(process):
+        raise Refused(OTHER_MACHINE, code=ErrorCode.OTHER_MACHINE)
     return False
 
 
