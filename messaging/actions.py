@@ -71,12 +71,14 @@ def _linked_elsewhere(name):
     )
 
 
-def do_take_sender(claim):
+def do_take_sender(claim, process=""):
     """The send rule (docs/rules.md §4.2): who writes. A row live under an exact link is written as
     only with that link's id, or with a live id of the caller's own, which moves the link to
     it (a restart). Call inside a transaction: it may create an `mcp` row or move a link, and
     a refusal raised later rolls those back."""
     name, hook_session, link = claim.name, claim.hook_session, claim.link
+    if link is not None:
+        identity.check_machine(link, process, timezone.now())
     if name is None and hook_session is None:
         raise SenderRefused(
             "The sender is required: pass session (your title or name) and hook_session "
@@ -231,7 +233,7 @@ class _ReplyTooDeep(Exception):
     pass
 
 
-def do_send_message(*, body, to=None, task=None, in_reply_to=None, request_id=None, session=None, session_title=None, hook_session=None):
+def do_send_message(*, body, to=None, task=None, in_reply_to=None, request_id=None, session=None, session_title=None, hook_session=None, process=""):
     body = _check_body(body)
     request_id = fleet.clean_request_id(request_id)
     parent = reads.get_message(in_reply_to) if in_reply_to not in (None, "") else None
@@ -245,25 +247,28 @@ def do_send_message(*, body, to=None, task=None, in_reply_to=None, request_id=No
             session=session,
             session_title=session_title,
             hook_session=hook_session,
+            process=process,
         )
     except _ReplyTooDeep:
         # The refusal writes only the owner's Inbox mark, never the reply.
         _refuse_deep_reply(parent)
 
 
-def _sender_and_earlier_answer(*, session, session_title, hook_session, request_id, now):
+def _sender_and_earlier_answer(*, session, session_title, hook_session, request_id, now, process=""):
     """The proven sender of a send or broadcast, and the answer it already had for this
     request_id, if any. Sends of one sender take turns on every process (serialize_on): its
     rate, its request ids and its duplicates are judged on what the previous send committed."""
-    sender = do_take_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"))
+    sender = do_take_sender(claim_of(session=session, session_title=session_title, hook_session=hook_session, what="sender name"), process)
     directory.serialize_on("sender", str(sender.row.pk))
     return sender, fleet.earlier_answer(sender.row, request_id, now)
 
 
-def _send_message(*, body, to, task, parent, request_id, session, session_title, hook_session):
+def _send_message(*, body, to, task, parent, request_id, session, session_title, hook_session, process=""):
     now = timezone.now()
     with transaction.atomic():
-        sender, earlier = _sender_and_earlier_answer(session=session, session_title=session_title, hook_session=hook_session, request_id=request_id, now=now)
+        sender, earlier = _sender_and_earlier_answer(
+            session=session, session_title=session_title, hook_session=hook_session, request_id=request_id, now=now, process=process
+        )
         if earlier is not None:
             return SendResult(earlier)
         if to not in (None, ""):
@@ -389,12 +394,14 @@ def _outcome(verdict, recipient):
     return "delivering now" if directory.arrival(recipient) == Arrival.WAKING else "not delivered yet"
 
 
-def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request_id=None, session=None, session_title=None, hook_session=None):
+def do_broadcast_message(*, body, task=None, folder=None, dry_run=False, request_id=None, session=None, session_title=None, hook_session=None, process=""):
     body = _check_body(body)
     request_id = "" if dry_run else fleet.clean_request_id(request_id)
     now = timezone.now()
     with transaction.atomic():
-        sender, earlier = _sender_and_earlier_answer(session=session, session_title=session_title, hook_session=hook_session, request_id=request_id, now=now)
+        sender, earlier = _sender_and_earlier_answer(
+            session=session, session_title=session_title, hook_session=hook_session, request_id=request_id, now=now, process=process
+        )
         if earlier is not None:
             return SendResult(earlier)
         recipients, task_row, scope = broadcast_recipients(sender.row, task=task, folder=folder)

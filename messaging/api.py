@@ -29,7 +29,7 @@ def _proven(request, data):
 
 @router.post("/message_send", response={200: SendOut, **ERRORS}, auth=AgentAuth(), summary="Send a message to another session")
 def message_send(request, data: SendIn):
-    return actions.do_send_message(**_proven(request, data)).answer
+    return actions.do_send_message(**_proven(request, data), process=_process(request)).answer
 
 
 @router.post(
@@ -39,7 +39,7 @@ def message_send(request, data: SendIn):
     summary="Send one message to the sessions of a task or the live sessions of a folder",
 )
 def message_broadcast(request, data: BroadcastIn):
-    return actions.do_broadcast_message(**_proven(request, data)).answer
+    return actions.do_broadcast_message(**_proven(request, data), process=_process(request)).answer
 
 
 @router.get(

@@ -72,9 +72,16 @@ def speaks_for(link, process, now):
         return True
     if not process:
         raise Refused(PROCESS_NOT_PROVEN, code=ErrorCode.PROCESS_NOT_PROVEN)
-    if machine_of_process(link.process_proof) != machine_of_process(process):
-        raise Refused(OTHER_MACHINE, code=ErrorCode.OTHER_MACHINE)
+    check_machine(link, process, now)
     return False
+
+
+def check_machine(link, process, now):
+    """A running link proven through a machine's token (core.auth.machine_of_process) is that
+    machine's, and one proven through the agents' token relaybay's own: a call of another
+    machine's process is refused (other_machine)."""
+    if link.process_proof and machine_of_process(link.process_proof) != machine_of_process(process) and process_running(link, now):
+        raise Refused(OTHER_MACHINE, code=ErrorCode.OTHER_MACHINE)
 
 
 def running_holder(row, process, now, *, besides=None):

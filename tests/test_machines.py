@@ -1,6 +1,7 @@
 """Machines (docs/rules.md §6): `manage.py machine add|revoke|list`; a machine's token is an agents'
 credential for that machine's own sessions — a session its process proves through that token —
-and is refused for another machine's (403 `other_machine`, its proof no help), whose liveness is
+and is refused for another machine's (403 `other_machine` from hooks, the wait, mail, acks,
+sends and reservations, its proof no help), whose liveness is
 what it reports, never a pid looked up here; a revoked token gets 401 at once; the agents' token
 stays the credential of relaybay's own machine."""
 
@@ -102,6 +103,8 @@ def test_another_machine_cannot_act_for_its_session_even_with_a_proof(alice_on_t
         assert refused(client.get("/api/hooks/wait", {"session_id": "hook-a", "timeout": 0}, **headers(token, proof)))
         reserve = json.dumps({"paths": ["src/app.py"], "hook_session": "hook-a"})
         assert refused(client.post("/api/files_reserve", reserve, content_type="application/json", **headers(token, proof)))
+        send = json.dumps({"body": "as alice", "to": "bob", "hook_session": "hook-a"})
+        assert refused(client.post("/api/message_send", send, content_type="application/json", **headers(token, proof)))
     message = SessionMessage.objects.get()
     assert (message.delivered_at, message.read_at) == (None, None)
     # Its own machine's token with its process's proof gets its mail.
