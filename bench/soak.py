@@ -186,7 +186,8 @@ class Session(threading.Thread):
             if self.fleet.stop.is_set() and tool != "message_send":
                 return None
             try:
-                return asyncio.run(self._mcp(tool, arguments))
+                # Bounded: a call cut short by a kill can leave the SDK's stream waiting.
+                return asyncio.run(asyncio.wait_for(self._mcp(tool, arguments), 60))
             except Exception:  # noqa: BLE001 - relaybay killed, restarting, or the call refused
                 self.fleet.record.error(f"MCP {tool} tried again")
                 time.sleep(1)
@@ -417,8 +418,9 @@ class Fleet:
                 break
             time.sleep(2)
         self.stop.set()
+        deadline = time.monotonic() + 180
         for session in self.sessions:
-            session.join(180)
+            session.join(max(0.0, deadline - time.monotonic()))
         self.sample()
 
     def stored(self):
