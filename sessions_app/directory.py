@@ -15,6 +15,8 @@ from core import auth, capabilities, guidance
 from core.errors import Ambiguous, InvalidInput, NotFound
 from core.inputs import check_identifier, clean_text, is_identifier_text, parse_id
 
+from machines.models import Machine
+
 from . import identity
 from .hooks.claude_native import socket_path
 from .models import HookLink, RefusedHooks, Session, SessionName, Task, UnheardSession, fold_name
@@ -227,7 +229,7 @@ LIST_LIMIT = 500
 # What session_summary and why_not_deliverable read of a row and of its links: sessions_list
 # reads only these columns (the others stay deferred).
 SHOWN = ("title", "aliases", "desktop_id", "kind", "engine", "folder", "task_id")
-SHOWN_OF_LINKS = ("session_id", "exact", "state", "agent_wakes", "waiter", "waiter_polled_at")
+SHOWN_OF_LINKS = ("session_id", "exact", "state", "agent_wakes", "waiter", "waiter_polled_at", "process_proof")
 
 
 def listed_sessions(*, task=None, folder="", engine="", live_only=False, limit=LIST_LIMIT, shown_only=False):
@@ -421,6 +423,7 @@ def session_summary(session):
     only SHOWN of its rows and SHOWN_OF_LINKS of their links for it (and for
     why_not_deliverable): a field read here beyond those is read row by row."""
     exactness, state = link_state(session)
+    link = current_link(session)
     return {
         "handle": session.handle,
         "name": session.public_name,
@@ -433,7 +436,22 @@ def session_summary(session):
         "task": session.task.title if session.task_id else None,
         "link": exactness,
         "state": state,
+        "machine": machine_name(auth.machine_of_process(link.process_proof) if link else None),
     }
+
+
+# A machine's name never changes (machines/: added, revoked, never renamed): read once each.
+_machine_names = {}
+
+
+def machine_name(machine_id):
+    """The machine a session runs on, by the process its link proves: a machine's name, or
+    'here' for relaybay's own machine (docs/rules.md §6)."""
+    if machine_id is None:
+        return "here"
+    if machine_id not in _machine_names:
+        _machine_names[machine_id] = Machine.objects.filter(pk=machine_id).values_list("name", flat=True).first() or f"machine {machine_id}"
+    return _machine_names[machine_id]
 
 
 # How long the board warns about hook calls refused for a wrong token.

@@ -112,6 +112,12 @@ def test_another_machine_cannot_act_for_its_session_even_with_a_proof(alice_on_t
     assert SECRET in json.dumps(answer.json())
 
 
+def test_sessions_list_names_each_session_s_machine(alice_on_the_laptop):
+    listed = Client().get("/api/sessions_list", **headers(TOKEN)).json()
+    machines = {s["name"]: s["machine"] for s in listed["sessions"]}
+    assert machines == {"alice": "laptop", "bob": "here"}
+
+
 def test_a_session_elsewhere_runs_while_it_reports_not_while_a_pid_here_lives(alice_on_the_laptop):
     _, box = alice_on_the_laptop
     # The laptop's messaging socket names a pid that is no process on relaybay's machine.
