@@ -2,7 +2,7 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import file_views, message_views, views
+from . import file_views, machine_views, message_views, views
 
 # Only staff accounts may log in here: the board is the owner's (docs/rules.md §5.1).
 login_view = auth_views.LoginView.as_view(template_name="login.html", authentication_form=AdminAuthenticationForm)
@@ -38,4 +38,6 @@ urlpatterns = [
     path("inbox/<int:pk>/decide/", message_views.inbox_decide, name="inbox-decide"),
     path("files/", file_views.files_page, name="files"),
     path("files/reservations/<int:pk>/break/", file_views.break_reservation, name="file-break"),
+    path("machines/", machine_views.machines_page, name="machines"),
+    path("machines/<str:name>/revoke/", machine_views.revoke_machine, name="machine-revoke"),
 ]

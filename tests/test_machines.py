@@ -17,6 +17,7 @@ from machines.models import Machine
 from messaging.models import SessionMessage
 from sessions_app.models import HookLink
 
+from .board_fixtures import board, owner  # noqa: F401  (fixtures)
 from .conftest import TOKEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -133,3 +134,15 @@ def test_revoking_its_machine_refuses_the_session_s_own_calls_at_once(alice_on_t
     machine("revoke", "laptop")
     assert hook(laptop["token"], PROOF_A, "PostToolUse", "hook-a", tool_name="Bash", tool_input={}).status_code == 401
     assert SessionMessage.objects.get().delivered_at is None
+
+
+def test_the_machines_page_lists_each_machine_with_its_sessions_and_revokes_it(alice_on_the_laptop, board):
+    laptop, _ = alice_on_the_laptop
+    page = board.get("/machines/").content.decode()
+    assert "laptop" in page and "box" in page and "alice</bdi></a>" in page and "Revoke" in page
+    assert board.post("/machines/laptop/revoke/").status_code == 302
+    assert Machine.objects.get(name="laptop").revoked_at is not None
+    assert Client().get("/api/sessions_list", **headers(laptop["token"])).status_code == 401
+    assert "revoked" in board.get("/machines/").content.decode()
+    # Not for an agent: the page is the owner's login.
+    assert Client().get("/machines/", **headers(TOKEN)).status_code == 302
