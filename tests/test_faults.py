@@ -348,7 +348,8 @@ def as_time(value):
 def test_the_spool_keeps_order_across_a_long_outage_with_many_events(tmp_path):
     """Two sessions' events (a hundred in all) are spooled while relaybay is down for what the
     spool records as six minutes; once it is back every one reaches it in order, marked as a
-    replay with the time it was spooled, before the live event that found it up."""
+    replay with the time it was spooled, after the live event that found it up (a call posts its
+    own event first, so a spool never stands between the model and relaybay)."""
     spool = tmp_path / "spool.jsonl"
     down = f"http://127.0.0.1:{free_port()}"
     sequence = []
@@ -375,8 +376,8 @@ def test_the_spool_keeps_order_across_a_long_outage_with_many_events(tmp_path):
 
     live = LiveRelaybay(*start_relaybay(tmp_path / "relaybay"))
     try:
-        # Each call replays what its budget allows, then posts its own event (or spools it
-        # behind the rest); a few calls empty the spool.
+        # Each call posts its own event, then replays what its budget allows; a few calls
+        # empty the spool.
         for call in range(20):
             payload = {"hook_event_name": "PreToolUse", "session_id": "hook-long-a", "cwd": "/work/long", "tool_name": "Bash", "tool_input": {"command": f"live {call}"}}
             completed = hook_client(live.url, live.token, spool, payload)
@@ -390,12 +391,15 @@ def test_the_spool_keeps_order_across_a_long_outage_with_many_events(tmp_path):
                 live, "select hook_session, name, data, replay, happened_at from sessions_app_event where name like 'hook.%' order by id"
             )
         ]
-        # In id order: the hundred spooled events as they were spooled, then the live ones.
-        assert [(hook, name, command) for hook, name, command, _, _ in rows[:100]] == sequence
-        assert all(row[3] for row in rows[:100])
-        assert [row[4] for row in rows[:100]] == [datetime.fromisoformat(stamp) for stamp in stamps]
-        lives = rows[100:]
-        assert lives and [command for _, _, command, _, _ in lives] == [f"live {i}" for i in range(len(lives))]
+        # In id order: the first live event, then the hundred spooled ones as they were spooled,
+        # each later live event ahead of what was still spooled.
+        assert rows[0][2] == "live 0" and rows[0][3] in (False, 0)
+        replayed = [row for row in rows if row[3]]
+        assert [(hook, name, command) for hook, name, command, _, _ in replayed] == sequence
+        assert [row[4] for row in replayed] == [datetime.fromisoformat(stamp) for stamp in stamps]
+        lives = [row for row in rows if not row[3]]
+        assert len(rows) == 100 + len(lives)
+        assert [command for _, _, command, _, _ in lives] == [f"live {i}" for i in range(len(lives))]
         # The last call found an empty spool and was answered live.
         assert lives[-1][3] in (False, 0)
     finally:

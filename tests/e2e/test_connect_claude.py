@@ -171,12 +171,14 @@ def test_connect_takes_out_a_hand_made_connection_and_keeps_the_persons_own_sett
 
     done = connect(live_relaybay, home)
     assert done.returncode == 0, done.stderr
-    assert "removed relaybay's hand-merged hooks and env" in done.stdout
+    assert "relaybay's hand-merged hooks and env taken out" in done.stdout
     kept = json.loads(settings.read_text())
     assert kept["model"] == "opus" and kept["env"] == {"MY_VAR": "1"}
     assert kept["hooks"] == {"PreToolUse": [{"matcher": "Bash", "hooks": [mine]}]}
     assert "relaybay" not in json.loads((home / ".claude.json").read_text()).get("mcpServers", {})
-    assert "$RELAYBAY_HOOK" in (home / ".claude" / "settings.json.relaybay-backup").read_text()
+    # The one copy kept beside it is the person's file without relaybay's part: no token in it.
+    backup = (home / ".claude" / "settings.json.relaybay-backup").read_text()
+    assert "echo mine" in backup and "$RELAYBAY_HOOK" not in backup and live_relaybay.token not in backup
     assert installed(home)
 
 
