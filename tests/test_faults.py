@@ -184,11 +184,11 @@ def test_a_stopped_database_gives_clear_503s_no_half_written_rows_and_relaybay_r
         answered = [answer["id"] for status, answer in results if status == 200]
         assert set(answered) <= {row[0] for row in query(server, "select id from session_message")}
         no_half_written_messages(server)
-        # The spooled event is replayed, marked so, by the next hook call.
+        # The spooled event is replayed, marked so, by the next hook call, after that call's own.
         completed = hook_client(server.url, server.token, spool, {"hook_event_name": "PostToolUse", "session_id": "hook-reader", "cwd": "/work/reader", "tool_name": "Read"})
         assert completed.returncode == 0, completed
         events = query(server, "select name, replay from sessions_app_event where hook_session = 'hook-reader' and name like 'hook.%' order by id")
-        assert events[-2:] == [("hook.PreToolUse", True), ("hook.PostToolUse", False)]
+        assert events[-2:] == [("hook.PostToolUse", False), ("hook.PreToolUse", True)]
     finally:
         if server is not None:
             stop_relaybay(server.process)
