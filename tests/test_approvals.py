@@ -192,7 +192,8 @@ def test_all_of_a_sessions_requests_are_answered_at_once(hook, owner_client, sta
     assert "Allow all 2 once" in owner_client.get("/needs-you/").content.decode()
     owner_client.post(f"/needs-you/session/{session.pk}/decide/", {"decision": "deny"})
     assert set(Request.objects.values_list("state", flat=True)) == {"denied"}
-    assert Event.objects.filter(name="approval.denied").count() == 2 and {first, second}
+    denied = sorted(e.data["request"] for e in Event.objects.filter(name="approval.denied"))
+    assert denied == sorted([f"R-{first}", f"R-{second}"])
 
 
 def test_the_sessions_page_says_what_each_session_is_doing_in_words(hook, owner_client, started):
