@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import ErrorCode, RelaybayError
+from core.errors import ErrorCode, NotFound, RelaybayError
 from core.pings import ping, send_to_group
 from sessions_app.feed import feed_row, record_events
 
@@ -100,7 +100,9 @@ class Decided:
 
 def do_decide_request(*, pk, allow, scope=Request.Scope.ONCE, message="", by):
     """The owner's answer to one permission request: first answer wins, compare-and-set; a
-    request no longer pending is NotPending (409) with its state."""
+    request no longer pending is NotPending (409) with its state, one that never was NotFound."""
+    if not Request.objects.filter(pk=pk).exists():
+        raise NotFound(f"There is no request R-{pk}.")
     return do_decide_requests(pks=[pk], allow=allow, scope=scope, message=message, by=by, strict=True)
 
 
@@ -138,8 +140,6 @@ def do_decide_requests(*, pks, allow, scope, message, by, strict):
             data = {"request": request.handle, "tool": request.tool, "decision": state.value, "scope": scope.value, "decided_by": by}
             record_events([feed_row(f"approval.{state}", session_id=request.session_id, hook_session=request.hook_session, data=data)])
             _wake_waiting_hook(request.pk)
-        if strict and not decided and pks:
-            raise NotPending(Request(pk=pks[0]), State.EXPIRED)
         if decided:
             ping("approvals", "sessions")
     return Decided(requests=decided)

@@ -11,7 +11,6 @@ from ninja import Router
 from core import pings
 from core.auth import AgentAuth, AsyncAgentAuth, OwnerAuth
 from core.dbthreads import threads as db_threads
-from core.errors import NotFound
 
 from . import actions, lib
 from .models import Request
@@ -38,10 +37,9 @@ def list_requests(request):
     "First answer wins: a request no longer pending answers 409 with its state.",
 )
 def decide_request(request, pk: int, data: DecisionIn):
-    if not Request.objects.filter(pk=pk).exists():
-        raise NotFound(f"There is no request R-{pk}.")
-    done = actions.do_decide_request(pk=pk, allow=data.decision == "allow", scope=data.scope, message=data.message, by="owner (API)")
-    return {"id": pk, "state": Request.objects.get(pk=done.requests[0].pk).state}
+    allow = data.decision == "allow"
+    actions.do_decide_request(pk=pk, allow=allow, scope=data.scope, message=data.message, by="owner (API)")
+    return {"id": pk, "state": Request.State.ALLOWED if allow else Request.State.DENIED}
 
 
 @router.post(

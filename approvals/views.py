@@ -15,7 +15,6 @@ from core.errors import RelaybayError
 from sessions_app.models import Session
 
 from . import actions, lib
-from .models import Request
 
 FRAGMENT = "needs-you-rows"
 
@@ -64,7 +63,6 @@ def _answered(request):
 @owner_required
 @require_POST
 def decide(request, pk):
-    get_object_or_404(Request, pk=pk)
     try:
         actions.do_decide_request(pk=pk, by=_by(request), **_decision(request))
     except RelaybayError as error:

@@ -116,6 +116,13 @@ def test_an_unanswered_request_expires_and_a_headless_one_is_denied_with_relayba
     assert denied["behavior"] == "deny" and "nobody answered this permission request within 0 s" in denied["message"]
 
 
+def test_a_decision_for_a_request_that_never_was_is_404_on_the_api_and_said_on_the_board(client, owner_client, started):
+    missing = owner(client, "POST", "/approvals/999", {"decision": "allow"})
+    assert missing.status_code == 404 and "There is no request R-999." in missing.json()["detail"]
+    page = owner_client.post("/needs-you/999/decide/", {"decision": "allow"}, follow=True).content.decode()
+    assert "There is no request R-999." in page
+
+
 def test_the_agents_token_cannot_list_or_decide(hook, client, started):
     pk = ask(hook)["relaybay_request"]
     for response in (owner(client, "GET", "/approvals", token=TOKEN), owner(client, "POST", f"/approvals/{pk}", {"decision": "allow"}, token=TOKEN)):
