@@ -20,6 +20,7 @@ from pathlib import Path
 from django.conf import settings
 
 from install.connectors import ConnectError
+from install.connectors.config_files import without_handlers
 from install.connectors.edits import Edit, apply, forget_token, read_text
 from install.management.commands.claude_config import COMMAND_TIMEOUT, EVENTS, WAIT_MARGIN, group, handler_of, hook_python
 from relaybay_hook.wait import DEFAULT_WAIT
@@ -142,24 +143,10 @@ def without_hand_made(config):
     changed = False
     hooks = config.get("hooks")
     if isinstance(hooks, dict):
-        for event, groups in list(hooks.items()):
-            if not isinstance(groups, list):
-                continue
-            kept_groups = []
-            for entry in groups:
-                handlers = entry.get("hooks") if isinstance(entry, dict) else None
-                if isinstance(handlers, list) and any(is_hand_made_hook(h) for h in handlers):
-                    changed = True
-                    handlers = [h for h in handlers if not is_hand_made_hook(h)]
-                    if not handlers:
-                        continue
-                    entry = {**entry, "hooks": handlers}
-                kept_groups.append(entry)
-            if kept_groups:
-                hooks[event] = kept_groups
-            else:
-                del hooks[event]
-        if not hooks:
+        hooks, changed = without_handlers(hooks, is_hand_made_hook)
+        if hooks:
+            config["hooks"] = hooks
+        else:
             del config["hooks"]
     env = config.get("env")
     if isinstance(env, dict) and any(name in env for name in HAND_MADE_ENV):

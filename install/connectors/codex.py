@@ -38,6 +38,7 @@ from install.connectors.config_files import (
     is_relaybay_hook,
     json_text,
     mcp_server,
+    without_handlers,
 )
 from install.connectors.edits import Edit, apply, forget_token, read_text
 from install.management.commands.claude_config import COMMAND_TIMEOUT, handler_of
@@ -78,23 +79,7 @@ def relaybay_hooks(config, command=None, codex=None):
     (one group per event, after the person's own; on Stop the waiter too, given `codex`);
     everything else as it was."""
     config = dict(config)
-    hooks = dict(config.get("hooks") or {})
-    for event, groups in list(hooks.items()):
-        if not isinstance(groups, list):
-            continue
-        kept = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(handlers, list) and any(is_relaybay_hook(h, ENGINE) for h in handlers):
-                handlers = [h for h in handlers if not is_relaybay_hook(h, ENGINE)]
-                if not handlers:
-                    continue
-                group = {**group, "hooks": handlers}
-            kept.append(group)
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
+    hooks, _ = without_handlers(config.get("hooks"), lambda h: is_relaybay_hook(h, ENGINE))
     if command:
         for event in EVENTS:
             groups = hooks.get(event) if isinstance(hooks.get(event), list) else []

@@ -78,6 +78,32 @@ def is_relaybay_hook(handler, engine):
     return isinstance(command, str) and "relaybay-hook" in command and f"--engine {engine}" in command
 
 
+def without_handlers(hooks, is_ours):
+    """A hooks object (event: groups of handlers) without the handlers `is_ours` picks, and
+    whether there were any: a group left with no handler goes, and so does an event left with
+    no group; every other handler, group and event stays as it was."""
+    hooks = dict(hooks or {})
+    changed = False
+    for event, groups in list(hooks.items()):
+        if not isinstance(groups, list):
+            continue
+        kept = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(handlers, list) and any(is_ours(h) for h in handlers):
+                changed = True
+                handlers = [h for h in handlers if not is_ours(h)]
+                if not handlers:
+                    continue
+                group = {**group, "hooks": handlers}
+            kept.append(group)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    return hooks, changed
+
+
 def json_text(path, wanted):
     """The text to write for the JSON object `wanted`: the kept copy's own text when it holds
     the same (a disconnect gives the file back as it was, spacing and all), else `wanted`

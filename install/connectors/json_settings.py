@@ -24,6 +24,7 @@ from install.connectors.config_files import (
     is_relaybay_hook,
     json_text,
     mcp_server,
+    without_handlers,
 )
 from install.connectors.edits import Edit, apply, forget_token, read_text
 from install.management.commands.claude_config import COMMAND_TIMEOUT
@@ -49,23 +50,7 @@ def relaybay_settings(engine, config, hook_config=None, command=None):
     hook client's configuration file and `command`, added again; everything else as it was."""
     declared = engine.settings
     config = dict(config)
-    hooks = dict(config.get("hooks") or {})
-    for event, groups in list(hooks.items()):
-        if not isinstance(groups, list):
-            continue
-        kept = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(handlers, list) and any(is_relaybay_hook(h, engine.name) for h in handlers):
-                handlers = [h for h in handlers if not is_relaybay_hook(h, engine.name)]
-                if not handlers:
-                    continue
-                group = {**group, "hooks": handlers}
-            kept.append(group)
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
+    hooks, _ = without_handlers(config.get("hooks"), lambda h: is_relaybay_hook(h, engine.name))
     servers = dict(config.get(declared.servers_key) or {})
     if is_ours(servers.get(SERVER), engine):
         del servers[SERVER]
