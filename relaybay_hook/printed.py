@@ -20,7 +20,7 @@ imported by the writes.
 """
 import time
 
-from relaybay_hook import env, proof
+from relaybay_hook import proof
 
 try:
     import posix as _px
