@@ -36,8 +36,8 @@ from install.connectors.config_files import (
     hook_config,
     is_forwarder,
     is_relaybay_hook,
-    json_text,
     mcp_server,
+    new_json_text,
     without_handlers,
 )
 from install.connectors.edits import Edit, apply, forget_token, read_text
@@ -192,13 +192,13 @@ def connect(target):
     toml = with_server(config_path, config_text or "", config)
     codex = codex_command(target)
     wanted = relaybay_hooks(hooks, hook_command(config, ENGINE), codex)
-    updated = hooks_text if hooks_text is not None and wanted == hooks else json_text(hooks_path, wanted)
+    updated = new_json_text(hooks_path, hooks_text, hooks, wanted)
     clean_hooks = relaybay_hooks(hooks)
     changed = apply(
         target,
         [
             Edit(hooks_path, hooks_text, updated, f"relaybay's hooks for {', '.join(EVENTS)}",
-                 clean=None if hooks_text is None else json_text(hooks_path, clean_hooks) if clean_hooks != hooks else hooks_text),
+                 clean=None if hooks_text is None else new_json_text(hooks_path, hooks_text, hooks, clean_hooks)),
             Edit(config_path, config_text, toml, "relaybay's MCP server [mcp_servers.relaybay], the forwarder to "
                  f"{target.url}/mcp", clean=None if config_text is None else without),
         ],
@@ -231,7 +231,7 @@ def disconnect(target):
     edits = []
     if hooks_text is not None:
         kept = relaybay_hooks(hooks)
-        after = None if not kept else (hooks_text if kept == hooks else json_text(hooks_path, kept))
+        after = None if not kept else new_json_text(hooks_path, hooks_text, hooks, kept)
         edits.append(Edit(hooks_path, hooks_text, after, "relaybay's hooks taken out"))
     if config_text is not None:
         rest = without_server(config_path, config_text)

@@ -118,3 +118,9 @@ def json_text(path, wanted):
     except ValueError:
         pass
     return json.dumps(wanted, indent=2) + "\n"
+
+
+def new_json_text(path, text, config, wanted):
+    """The text to write for `wanted` in the file whose text `text` holds `config`: `text` itself
+    when nothing changes, else json_text's."""
+    return text if text is not None and wanted == config else json_text(path, wanted)

@@ -22,8 +22,8 @@ from install.connectors.config_files import (
     hook_config,
     is_forwarder,
     is_relaybay_hook,
-    json_text,
     mcp_server,
+    new_json_text,
     without_handlers,
 )
 from install.connectors.edits import Edit, apply, forget_token, read_text
@@ -98,12 +98,12 @@ def connect(target, engine):
         )
     conf = hook_config(target, engine.name, path.parent)
     wanted = relaybay_settings(engine, config, conf, hook_command(conf, engine.name))
-    after = text if text is not None and wanted == config else json_text(path, wanted)
+    after = new_json_text(path, text, config, wanted)
     clean = relaybay_settings(engine, config)
     edit = Edit(
         path, text, after,
         f"relaybay's hooks for {', '.join(engine.settings.events)} and its MCP server, the forwarder to {target.url}/mcp",
-        clean=None if text is None else (text if clean == config else json_text(path, clean)),
+        clean=None if text is None else new_json_text(path, text, config, clean),
     )
     if not apply(target, [edit]):
         target.say(f"  {path}: nothing to change (relaybay's hooks and MCP server as wanted already)")
@@ -125,7 +125,7 @@ def disconnect(target, engine):
     text, config = read_settings(path, engine)
     if text is not None:
         kept = relaybay_settings(engine, config)
-        edit = Edit(path, text, text if kept == config else json_text(path, kept), "relaybay's hooks and MCP server taken out")
+        edit = Edit(path, text, new_json_text(path, text, config, kept), "relaybay's hooks and MCP server taken out")
         if not apply(target, [edit]):
             target.say(f"  {path}: nothing to change (none of relaybay's hooks or MCP server there)")
     forget_hook_configs(target, engine.name, path.parent)
