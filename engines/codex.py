@@ -7,7 +7,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from .base import Caller, Engine, Wake
+from .base import Engine, Wake
 from .installed import SERVER, Connection, has_hook_client, mcp_kind, read_json
 
 # Where Codex names the calling session in a tool call's _meta (seen, 0.171.0).
