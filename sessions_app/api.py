@@ -11,7 +11,7 @@ from ninja import Router, Status
 from redis.exceptions import TimeoutError as ChannelLayerTimeout
 
 from core import inputs, pings
-from core.auth import AgentAuth, AsyncAgentAuth, AsyncOwnerAuth, OwnerAuth, acredential_of, credential_of
+from core.auth import AgentAuth, AsyncAgentAuth, AsyncOwnerAuth, OwnerAuth, acredential_of
 from core.dbthreads import threads as db_threads
 from core.errors import InvalidInput
 from core.pings import RELAYABLE_GROUP, RELAYABLE_TYPES, wait_group
