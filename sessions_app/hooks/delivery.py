@@ -70,11 +70,7 @@ class Deliverable:
     def due_again(self, session_id, now):
         """The items handed to a hook client that has not confirmed them within
         RELAYBAY_REOFFER_SECONDS: offered again."""
-        return self.offered_before(session_id, now - timedelta(seconds=settings.RELAYBAY_REOFFER_SECONDS))
-
-    def offered_before(self, session_id, cutoff):
-        """The items handed to a hook client before `cutoff` and not confirmed since."""
-        return self._of(session_id).filter(offered_at__lt=cutoff)
+        return self._of(session_id).filter(offered_at__lt=now - timedelta(seconds=settings.RELAYBAY_REOFFER_SECONDS))
 
     def waiting(self, session_id, now=None):
         """The items pending for the session: the one definition of "pending" for this kind."""
