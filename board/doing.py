@@ -7,7 +7,7 @@ from datetime import timedelta
 from approvals import lib as requests
 from sessions_app.hooks.claude_native import MESSAGE_TEXT_PLACEHOLDER
 from sessions_app.hooks.delivery import handed_back
-from sessions_app.hooks.ingest import REWAKE_PROMPT
+from sessions_app.hooks.ingest import is_wake_prompt
 from sessions_app.models import Event, HookLink
 
 SHOWN_INPUT = 120
@@ -18,7 +18,7 @@ WAKE_WINDOW = timedelta(seconds=5)
 def is_wake_up(prompt):
     """Whether a stored prompt is relaybay's own delivery handed back, not what a person typed."""
     text = (prompt or "").lstrip()
-    return text == MESSAGE_TEXT_PLACEHOLDER or text.startswith(REWAKE_PROMPT) or handed_back(text)
+    return text == MESSAGE_TEXT_PLACEHOLDER or is_wake_prompt(text) or handed_back(text)
 
 
 def woken_by(session, at):

@@ -5,6 +5,8 @@ import re
 
 import pytest
 
+from board.doing import is_wake_up
+from relaybay_hook.codex_wake import NUDGE
 from sessions_app.hooks.ingest import ingest_hook
 from tests.board_fixtures import board, htmx_get, named_session, owner  # noqa: F401
 
@@ -107,3 +109,9 @@ def test_the_now_panel_also_refetches_itself_every_few_seconds(board):
     page = board.get(f"/sessions/{alpha.pk}/").content.decode()
     container = re.search(r'<div id="session-now" ([^>]*)>', page).group(1)
     assert "every 10s" in container and "ping-sessions from:body" in container
+
+
+def test_a_codex_waiters_nudge_reads_as_a_wake_up():
+    assert is_wake_up(NUDGE)
+    assert is_wake_up("<task-notification>hook done</task-notification>")
+    assert not is_wake_up("run the tests")

@@ -179,10 +179,15 @@ def _follow_rename(link, native_name, feed, *, renamed):
 REWAKE_PROMPT = "<task-notification>"
 
 
+def is_wake_prompt(prompt):
+    """Whether a prompt is a CLI's wake-up (its notice of an asyncRewake hook, Codex's waiter's
+    NUDGE), not what a person typed."""
+    return isinstance(prompt, str) and (prompt.lstrip().startswith(REWAKE_PROMPT) or prompt.strip() == NUDGE)
+
+
 def is_owner_prompt(payload):
     """Whether a UserPromptSubmit carries what a person typed, rather than a wake-up."""
-    prompt = payload.get("prompt")
-    return not (isinstance(prompt, str) and (prompt.lstrip().startswith(REWAKE_PROMPT) or prompt.strip() == NUDGE))
+    return not is_wake_prompt(payload.get("prompt"))
 
 
 def _stale(moment, now):
