@@ -11,6 +11,7 @@ from ninja import Router
 from core import pings
 from core.auth import AgentAuth, AsyncAgentAuth, OwnerAuth
 from core.dbthreads import threads as db_threads
+from sessions_app.directory import caller_process
 
 from . import actions, lib
 from .models import Request
@@ -51,6 +52,7 @@ def decide_request(request, pk: int, data: DecisionIn):
     "terminal): the request is answered in the terminal. One no longer pending is left as it is.",
 )
 def withdraw_request(request, pk: int):
+    lib.access_request(pk=pk, process=caller_process(request))
     actions.do_withdraw_request(pk=pk)
     found = Request.objects.filter(pk=pk).first()
     return {"state": found.state if found else "gone"}
@@ -66,6 +68,8 @@ def withdraw_request(request, pk: int):
 )
 async def wait_for_answer(request, pk: int, timeout: float = 50):
     timeout = max(0.0, min(timeout, settings.RELAYBAY_MAX_WAIT))
+    process = caller_process(request)
+    await db_threads.run(lambda: lib.access_request(pk=pk, process=process))
 
     async def check():
         return await db_threads.run(lambda: actions.do_take_answer(pk=pk))

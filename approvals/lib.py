@@ -5,6 +5,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from core.errors import ErrorCode, NotFound, Refused
+from sessions_app import directory, identity
+
 from .models import Request
 
 RECENT = timedelta(hours=24)
@@ -84,3 +87,16 @@ def as_api(request, now):
         "expires_at": request.expires_at,
         "decided_at": request.decided_at,
     }
+
+
+def access_request(*, pk, process):
+    """Permission request `pk` for the hook that holds it: only the request's own session speaks
+    for it, by its process proof as for its hooks (sessions_app.identity.speaks_for), so no other
+    agent can take the owner's answer or settle the request."""
+    request = Request.objects.filter(pk=pk).first()
+    if request is None:
+        raise NotFound(f"There is no request R-{pk}.")
+    link = directory.link_of(request.hook_session)
+    if link is not None and not identity.speaks_for(link, process, timezone.now()):
+        raise Refused(identity.PROCESS_NOT_PROVEN, code=ErrorCode.PROCESS_NOT_PROVEN)
+    return request

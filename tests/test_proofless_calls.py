@@ -106,3 +106,22 @@ def test_a_session_whose_process_has_exited_is_taken_back_without_a_proof(alice_
     HookLink.objects.filter(hook_session="hook-a").update(last_event_at="2020-01-01T00:00:00Z", waiter_polled_at=None)
     answer = hook(alice_has_mail, "PostToolUse", "hook-a", tool_name="Bash", tool_input={"command": "ls"})
     assert answer.status_code == 200 and SECRET in json.dumps(answer.json())
+
+
+def test_another_agent_can_neither_take_nor_settle_a_proven_sessions_permission_request(alice_has_mail):
+    from approvals.models import Request
+
+    from .conftest import OWNER_TOKEN
+
+    asked = hook(alice_has_mail, "PermissionRequest", "hook-a", proof=PROOF_A, permission_mode="default", relaybay_waits=True, tool_name="Bash", tool_input={"command": "ls"})
+    pk = asked.json()["relaybay_request"]
+    agent = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
+    assert refused(alice_has_mail.get(f"/api/approvals/{pk}/wait", {"timeout": 0}, **agent))
+    assert refused(alice_has_mail.get(f"/api/approvals/{pk}/wait", {"timeout": 0}, HTTP_X_RELAYBAY_PROCESS=PROOF_B, **agent))
+    assert refused(alice_has_mail.post(f"/api/approvals/{pk}/withdrawn", "{}", content_type="application/json", HTTP_X_RELAYBAY_PROCESS=PROOF_B, **agent))
+    assert Request.objects.get(pk=pk).state == "pending"
+    decided = alice_has_mail.post(f"/api/approvals/{pk}", json.dumps({"decision": "allow"}), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {OWNER_TOKEN}")
+    assert decided.status_code == 200, decided.content
+    # The hook that holds it, with its session's proof, is handed the owner's answer.
+    taken = alice_has_mail.get(f"/api/approvals/{pk}/wait", {"timeout": 0}, HTTP_X_RELAYBAY_PROCESS=PROOF_A, **agent)
+    assert taken.status_code == 200 and taken.json()["state"] == "allowed", taken.content
