@@ -45,7 +45,7 @@ def decide_request(request, pk: int, data: DecisionIn):
 
 @router.post(
     "/approvals/{pk}/withdrawn",
-    response={200: AnswerOut, **ERRORS},
+    response={200: AnswerOut, 403: Error, 404: Error, **ERRORS},
     auth=AgentAuth(),
     summary="The hook holding a permission request was ended by its CLI",
     description="The hook client says so when Claude Code stops it (the person answered No or Esc in the "
@@ -60,7 +60,7 @@ def withdraw_request(request, pk: int):
 
 @router.get(
     "/approvals/{pk}/wait",
-    response={200: AnswerOut, **ERRORS},
+    response={200: AnswerOut, 403: Error, 404: Error, **ERRORS},
     auth=AsyncAgentAuth(),
     summary="Long poll of the hook that holds a permission request open",
     description="Answers when the request is settled, with the hook answer to print (none when it was answered "
