@@ -105,6 +105,7 @@ def decorate_sessions(sessions):
     for session in sessions:
         session.board_name = session.name
         session.exactness, session.state = directory.link_state(session)
+        session.machine = directory.session_machine(session)
         session.why_not = directory.why_not_deliverable(session)
         when = directory.arrival(session)
         session.messages_wait = directory.WAKE_CAP_WAIT if when == directory.Arrival.CAPPED else ""

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 from core.errors import RelaybayError
 from core.inputs import clean_text, parse_id
 
+from machines.models import Machine
 from messaging import reads
 from sessions_app import actions
 from sessions_app import directory
@@ -58,6 +59,8 @@ def sessions_list(request):
     state = request.GET.get("state", "")
     kind = request.GET.get("kind", "")
     engine = request.GET.get("engine", "")
+    machine = request.GET.get("machine", "")
+    machines = dict(Machine.objects.values_list("name", "pk"))
     text = clean_text(request.GET.get("q", "")).strip()
     task = task_param(request)
 
@@ -69,6 +72,8 @@ def sessions_list(request):
             sessions = sessions.filter(kind=kind)
         if engine in Session.Engine.values:
             sessions = sessions.filter(engine=engine)
+        if machine == directory.HERE or machine in machines:
+            sessions = directory.on_machine(sessions, machines.get(machine))
         if task:
             sessions = sessions.filter(task=task)
         if text:
@@ -91,8 +96,9 @@ def sessions_list(request):
         "tasks": Task.objects.all(),
         "kinds": Session.Kind.values,
         "engines": Session.Engine.choices,
+        "machines": [directory.HERE, *machines],
         "states": list(SESSION_STATES),
-        "filters": {"state": state, "kind": kind, "engine": engine, "q": text, "task": task},
+        "filters": {"state": state, "kind": kind, "engine": engine, "machine": machine, "q": text, "task": task},
     }
     return render_board(request, "sessions_app/sessions.html", {"sessions-rows": rows}, context)
 

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import OuterRef, Prefetch, Q, Subquery
+from django.db.models import OuterRef, Prefetch, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -282,13 +282,26 @@ def current_link(session):
     return links[0] if links else None
 
 
-def with_current_state(sessions):
-    """`sessions` with `current_state`: the state of each row's current_link (the same rule, as
-    a query: its live exact link, else its newest link), so the board's state filter keeps the
-    rows whose badge shows that state."""
+def _of_current_link(field):
+    """A row's current_link's `field`, as a query (the same rule: its live exact link, else its
+    newest link)."""
     links = HookLink.objects.filter(session_id=OuterRef("pk")).order_by("-id")
-    live_exact = links.filter(HookLink.LIVE_EXACT).values("state")[:1]
-    return sessions.annotate(current_state=Coalesce(Subquery(live_exact), Subquery(links.values("state")[:1])))
+    return Coalesce(Subquery(links.filter(HookLink.LIVE_EXACT).values(field)[:1]), Subquery(links.values(field)[:1]))
+
+
+def with_current_state(sessions):
+    """`sessions` with `current_state`: the state of each row's current_link, so the board's
+    state filter keeps the rows whose badge shows that state."""
+    return sessions.annotate(current_state=_of_current_link("state"))
+
+
+def on_machine(sessions, machine_id):
+    """The rows session_machine places on the machine (None: relaybay's own), as a query: by
+    the process their current_link proves."""
+    sessions = sessions.annotate(current_proof=Coalesce(_of_current_link("process_proof"), Value("")))
+    if machine_id is None:
+        return sessions.exclude(current_proof__regex=auth.MACHINE_PROCESS.pattern)
+    return sessions.filter(current_proof__startswith=f"m{machine_id}:")
 
 
 def link_state(session):
@@ -436,22 +449,31 @@ def session_summary(session):
         "task": session.task.title if session.task_id else None,
         "link": exactness,
         "state": state,
-        "machine": machine_name(auth.machine_of_process(link.process_proof) if link else None),
+        "machine": session_machine(session),
     }
 
 
 # A machine's name never changes (machines/: added, revoked, never renamed): read once each.
 _machine_names = {}
+# The machine relaybay runs on, as session_machine names it.
+HERE = "here"
 
 
 def machine_name(machine_id):
     """The machine a session runs on, by the process its link proves: a machine's name, or
     'here' for relaybay's own machine (docs/rules.md §6)."""
     if machine_id is None:
-        return "here"
+        return HERE
     if machine_id not in _machine_names:
         _machine_names[machine_id] = Machine.objects.filter(pk=machine_id).values_list("name", flat=True).first() or f"machine {machine_id}"
     return _machine_names[machine_id]
+
+
+def session_machine(session):
+    """The name of the machine a row's session runs on: where the process its current_link
+    proves runs (a link no process proves is relaybay's own machine's)."""
+    link = current_link(session)
+    return machine_name(auth.machine_of_process(link.process_proof) if link else None)
 
 
 # How long the board warns about hook calls refused for a wrong token.

@@ -146,3 +146,20 @@ def test_the_machines_page_lists_each_machine_with_its_sessions_and_revokes_it(a
     assert "revoked" in board.get("/machines/").content.decode()
     # Not for an agent: the page is the owner's login.
     assert Client().get("/machines/", **headers(TOKEN)).status_code == 302
+
+
+def test_the_sessions_page_shows_each_session_s_machine_and_filters_by_it(alice_on_the_laptop, board):
+    page = board.get("/").content.decode()
+    assert all(f">{name}</option>" in page for name in ("laptop", "box", "here"))
+    assert '<td class="machine" title="the machine it runs on">laptop</td>' in page
+    assert '<td class="machine" title="the machine it runs on">here</td>' in page
+
+    def names(machine):
+        shown = board.get("/", {"machine": machine}).content.decode()
+        return {name for name in ("alice", "bob") if f"{name}</bdi></a>" in shown}
+
+    assert names("laptop") == {"alice"}
+    assert names("here") == {"bob"}
+    assert names("box") == set()
+    # A machine nobody added filters nothing out.
+    assert names("nowhere") == {"alice", "bob"}
