@@ -1,14 +1,13 @@
-"""What one hook event costs each CLI: the command-hook client run as Claude Code, Codex CLI and
-Gemini CLI run it, one process per event, against relaybay (one daphne, SQLite).
+"""What one hook event costs each CLI: the command-hook client run as each CLI relaybay knows
+(engines/) runs it, one process per event, against relaybay (one daphne, SQLite).
 
     .venv/bin/python bench/engine_hooks.py [--rounds 60]
 
-Each CLI's payloads are the ones it sends (seen with Claude Code 2.1.328, Codex CLI 0.171.0 and
-Gemini CLI 0.61.0): the prompt's event (UserPromptSubmit, BeforeAgent), the events around one
-tool call (PreToolUse/PostToolUse, BeforeTool/AfterTool) and the turn's end (Stop, AfterAgent),
-for a session with an exact link and nothing pending. The runs are interleaved round by round,
-beside `python3 -S -c pass`, so load from other work hits every case alike. Prints medians and
-ratios; asserts nothing.
+Each CLI's events are named as its engine declares (engines/): the prompt's event, the events
+around one tool call and the turn's end, for a session with an exact link and nothing pending,
+through the hook command `manage.py connect` writes for it (`--engine NAME` but for Claude
+Code's). The runs are interleaved round by round, beside `python3 -S -c pass`, so load from
+other work hits every case alike. Prints medians and ratios; asserts nothing.
 """
 
 import argparse
@@ -23,34 +22,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import engines  # noqa: E402
 from bench.harness import real_python3  # noqa: E402
 from tests.devserver import Server  # noqa: E402
 
 CLIENT = ROOT / "bin" / "relaybay-hook"
-TOOL = {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "call_1"}
-GEMINI_TOOL = {"tool_name": "run_shell_command", "tool_input": {"command": "ls"}}
-# Per CLI: its --engine, and the events one turn with one tool call sends, with their fields.
-TURNS = {
-    "Claude Code": (None, [("UserPromptSubmit", {"prompt": "go"}), ("PreToolUse", TOOL), ("Stop", {"stop_hook_active": False})]),
-    "Codex CLI": (
-        "codex",
-        [
-            ("UserPromptSubmit", {"prompt": "go", "turn_id": "t1"}),
-            ("PreToolUse", {**TOOL, "turn_id": "t1"}),
-            ("PostToolUse", {**TOOL, "turn_id": "t1", "tool_response": "x"}),
-            ("Stop", {"turn_id": "t1", "stop_hook_active": False}),
-        ],
-    ),
-    "Gemini CLI": (
-        "gemini",
-        [
-            ("BeforeAgent", {"prompt": "go"}),
-            ("BeforeTool", GEMINI_TOOL),
-            ("AfterTool", {**GEMINI_TOOL, "tool_response": {"llmContent": "x"}}),
-            ("AfterAgent", {"prompt": "go", "prompt_response": "done", "stop_hook_active": False}),
-        ],
-    ),
-}
+TOOL = {"tool_name": "run", "tool_input": {"command": "ls"}, "tool_use_id": "call_1", "turn_id": "t1"}
+# One turn with one tool call, by relaybay's names for its events, with their fields.
+TURN = [
+    ("UserPromptSubmit", {"prompt": "go", "turn_id": "t1"}),
+    ("PreToolUse", TOOL),
+    ("PostToolUse", {**TOOL, "tool_response": "x"}),
+    ("Stop", {"turn_id": "t1", "stop_hook_active": False}),
+]
+
+
+def turns():
+    """Per CLI: its hook command's arguments, and its names for the turn's events with their fields."""
+    for engine in engines.ENGINES:
+        default = engine is engines.DEFAULT
+        flag = [] if default else ["--engine", engine.name]
+        # Claude Code's connection hooks PostToolUse only for SendMessage (the plugin's matcher).
+        turn = [(event, fields) for event, fields in TURN if not (default and event == "PostToolUse")]
+        events = [(engine.name_of(event), fields) for event, fields in turn if engine.name_of(event)]
+        yield engine.label, flag, events
 
 
 def run(python, args, payload, env):
@@ -69,9 +64,9 @@ def main():
         try:
             env = {"RELAYBAY_URL": server.url, "RELAYBAY_TOKEN": server.token, "RELAYBAY_SPOOL": f"{folder}/spool.jsonl", "HOME": folder}
             cases = {"python3 -S -c pass": [(["-c", "pass"], b"")]}
-            for cli, (engine, events) in TURNS.items():
+            for cli, flag, events in turns():
                 session = f"bench-{cli.split()[0].lower()}"
-                args = [str(CLIENT)] + (["--engine", engine] if engine else [])
+                args = [str(CLIENT), *flag]
                 start = {"hook_event_name": "SessionStart", "session_id": session, "cwd": f"{folder}/{session}", "source": "startup"}
                 run(python, args, json.dumps(start).encode(), env)
                 for event, fields in events:
@@ -89,7 +84,7 @@ def main():
     for case, measured in times.items():
         median = statistics.median(measured)
         print(f"{case:34} {median:10.1f} {median / floor:13.2f}")
-    for cli, (_, events) in TURNS.items():
+    for cli, _, events in turns():
         total = sum(statistics.median(times[f"{cli} {event}"]) for event, _ in events)
         print(f"{cli}: {len(events)} hook processes for a turn with one tool call, {total:.1f} ms in all")
 

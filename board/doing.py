@@ -5,9 +5,9 @@ never the CLI's raw wake-up notice or the mark left where message text is not st
 from datetime import timedelta
 
 from approvals import lib as requests
+from engines import is_wake_prompt
 from sessions_app.hooks.claude_native import MESSAGE_TEXT_PLACEHOLDER
 from sessions_app.hooks.delivery import handed_back
-from sessions_app.hooks.ingest import is_wake_prompt
 from sessions_app.models import Event, HookLink
 
 SHOWN_INPUT = 120

@@ -62,6 +62,11 @@ def unwakeable():
     return ", or ".join(parts)
 
 
+def is_wake_prompt(prompt):
+    """Whether a prompt is a CLI's wake-up of an idle session (its engine's), not what a person typed."""
+    return isinstance(prompt, str) and any(engine.is_wake_prompt(prompt) for engine in ENGINES)
+
+
 def wakes_by_hook(name):
     """Whether an idle session of this engine has a wake-up hook of its CLI's own."""
     return of(name).wake == Wake.HOOK

@@ -62,6 +62,7 @@ class Engine:
 
     name = ""  # Session.engine's value, and what the hook client's --engine flag says
     label = ""  # as people call it
+    hue = 37  # its badge's colour on the board, a hue (0–360) of board.css's engine badge
     # `manage.py connect NAME`, and the install module that writes its configuration
     # (install/connectors/<connector>.py).
     connect_name = ""
@@ -88,6 +89,8 @@ class Engine:
     process_note = "heard from within 10 minutes"  # how relaybay knows its process runs
     # What the CLI does with relaybay's http MCP server across a relaybay restart (seen; for the docs).
     restart_note = ""
+    # Why a session of it whose MCP calls name it may have sent no hook, and what to do (the board).
+    unheard_note = "relaybay's hooks are not connected there: run `manage.py connect` for its CLI again."
     native_messages = False  # Claude Code's own SendMessage between sessions (docs/rules.md §4.9)
     desktop_rows = False  # its sessions may be guessed into a desktop app's row by folder
     # A permission request (docs/rules.md §8): whether its PermissionRequest hook can wait for
@@ -117,6 +120,10 @@ class Engine:
 
     def delivers_context(self, event):
         return event in self.context_events
+
+    def is_wake_prompt(self, prompt):
+        """Whether a prompt (a string) is this CLI's wake-up of an idle session, not what a person typed."""
+        return False
 
     # --- Answers -------------------------------------------------------------------------------
 

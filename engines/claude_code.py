@@ -7,6 +7,11 @@ from .installed import SERVER, Connection, has_hook_client, mcp_kind, read_json
 PLUGIN = "relaybay@relaybay-local"
 
 
+# An interactive session woken by an asyncRewake hook starts its turn with a UserPromptSubmit
+# whose prompt is Claude Code's notice of the hook, not anything the owner typed (seen, 2.1.328).
+REWAKE_PROMPT = "<task-notification>"
+
+
 class ClaudeCode(Engine):
     name = "claude-code"
     label = "Claude Code"
@@ -34,6 +39,9 @@ class ClaudeCode(Engine):
         "tool": " (PostToolUse runs only after SendMessage: one hook process a tool call)",
         "flag": " (its own hooks pass none: a payload that names no engine and no other CLI's own event is its)",
     }
+
+    def is_wake_prompt(self, prompt):
+        return prompt.lstrip().startswith(REWAKE_PROMPT)
 
     def caller_filled_in(self, name, payload):
         """PreToolUse of `mcp__<server>__<tool>` where the server's name ends in "relaybay"

@@ -7,6 +7,8 @@ import os
 import tomllib
 from pathlib import Path
 
+from relaybay_hook.codex_wake import NUDGE
+
 from .base import Engine, Wake
 from .installed import SERVER, Connection, has_hook_client, mcp_kind, read_json
 
@@ -20,6 +22,7 @@ PATCHED_MAX = 200  # files of one patch the edit check looks at
 class Codex(Engine):
     name = "codex"
     label = "Codex"
+    hue = 150
     connect_name = "codex"
     connector = "codex"  # $CODEX_HOME/hooks.json and config.toml
     context_reaches = "`additionalContext` (a developer message)"
@@ -31,6 +34,11 @@ class Codex(Engine):
         "What is sent to you arrives at your next prompt or tool call; while you are idle, relaybay starts a turn "
         "with it (codex queue) if the owner connected Codex with its waiter."
     )
+    unheard_note = (
+        "Codex runs only hooks you trusted and skips the others without a word. In that session type /hooks and "
+        "trust relaybay's hooks (the ones running relaybay-hook --engine codex); until then nothing reaches it and "
+        "it is not on the board."
+    )
     caller_note = "`bin/relaybay-mcp`; the session id Codex writes in every call's `_meta`"
     restart_note = "keeps it: a call while relaybay is down fails (`Transport send error … error sending request for url`), the next after it works"
     permission_note = (
@@ -38,6 +46,10 @@ class Codex(Engine):
         "no rule for the session (`updatedPermissions`, `updatedInput` and `interrupt` make it fail closed; seen, 0.171.0)"
     )
     notes = {"stop": " (the reason comes back as `<hook_prompt>`)", "wake": ": `codex queue … --resume`"}
+
+    def is_wake_prompt(self, prompt):
+        """The fixed prompt its waiter wakes the session with (relaybay_hook/codex_wake.py)."""
+        return prompt.strip() == NUDGE
 
     def patched_files(self, patch):
         """The files a patch in apply_patch's format adds, updates, deletes or moves to, each

@@ -18,6 +18,7 @@ from .base import Engine, JsonSettings, mcp_tool_call
 class Gemini(Engine):
     name = "gemini"
     label = "Gemini CLI"
+    hue = 222
     connect_name = "gemini"
     connector = "json_settings"
     settings = JsonSettings(

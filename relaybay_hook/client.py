@@ -56,10 +56,11 @@ def with_field(payload, name, value):
 
 
 def with_tree(payload):
-    """Add relaybay_tree to a PreToolUse payload (under any CLI's name for it, TOOL_EVENTS): the
-    working tree the hook runs in, its root and repository (relaybay_hook/tree.py), which
-    relaybay ties the file an edit names to."""
-    if not any(name in payload for name in TOOL_EVENTS):
+    """Add relaybay_tree to the payload of a tool call before it runs (a `tool_input` and no
+    `tool_response` yet, whatever the CLI calls the event): the working tree the hook runs in,
+    its root and repository (relaybay_hook/tree.py), which relaybay ties the file an edit
+    names to."""
+    if b'"tool_input"' not in payload or b'"tool_response"' in payload:
         return payload
     from relaybay_hook import tree
     try:
@@ -217,17 +218,10 @@ def _answer(body, notices):
     return 0
 
 
-# The CLIs whose hooks the client posts (docs/rules.md §1.6), by the flag (`--engine FLAG`) the
-# hook commands of `manage.py connect NAME` pass, with NAME; Claude Code's hooks name none. The
-# client imports nothing of relaybay's server: this is the engines' declarations (engines/)
-# written out, and tests/test_engines.py checks that the two agree.
-ENGINES = {'claude-code': 'claude', 'codex': 'codex', 'gemini': 'gemini'}
-# Each CLI's name for the event before a tool runs, as it stands in a payload.
-TOOL_EVENTS = (b'"PreToolUse"', b'"BeforeTool"')
-
-
 def engine_of(args):
-    """The CLI named by `--engine FLAG` (the hook commands `manage.py connect` writes), or None."""
+    """The CLI named by `--engine NAME` (the hook commands `manage.py connect NAME` write; Claude
+    Code's name none), or None. Which names relaybay knows is relaybay's to say (engines/): the
+    client passes the name on, and a name relaybay does not know is refused with the list."""
     for i, arg in enumerate(args):
         if arg == '--engine' and i + 1 < len(args):
             return args[i + 1]
@@ -236,14 +230,19 @@ def engine_of(args):
     return None
 
 
+def is_name(engine):
+    """An engine's name: ASCII letters, digits and hyphens."""
+    return engine.isascii() and engine.replace('-', 'a').isalnum()
+
+
 def event_mode(engine=None):
     payload = sys.stdin.buffer.read()
     if not payload.strip():
         return 0
-    if engine in ENGINES:
+    if engine is not None and is_name(engine):
         payload = with_field(payload, b'relaybay_engine', b'"' + engine.encode() + b'"')
     elif engine is not None:
-        err('--engine %s is not one of %s: the event is posted as Claude Code\'s' % (engine, ', '.join(ENGINES)))
+        err('--engine %r is not an engine\'s name: the event is posted as Claude Code\'s' % engine)
     name = env.session_name()
     if name and b'SessionStart' in payload:
         payload = with_session_name(payload, name)
@@ -328,8 +327,8 @@ def event_mode(engine=None):
 
 
 def _reconnect_hint(engine):
-    if engine in ENGINES:
-        return 'Run `manage.py connect %s` again' % ENGINES[engine]
+    if engine is not None:
+        return 'Run `manage.py connect %s` again' % engine
     return env.reconnect_hint()
 
 

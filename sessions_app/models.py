@@ -2,6 +2,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+import engines
+
 
 def fold_name(name):
     return name.strip().casefold()
@@ -333,6 +335,11 @@ class UnheardSession(models.Model):
 
     def __str__(self):
         return f"{self.engine} session {self.hook_session}: {self.calls} MCP calls, no hook"
+
+    @property
+    def why(self):
+        """Why its CLI may skip relaybay's hooks and what to do, as its engine says."""
+        return engines.of(self.engine).unheard_note
 
 
 # --- Files sessions edit (docs/rules.md §7) ----------------------------------------------------

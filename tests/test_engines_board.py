@@ -5,6 +5,7 @@ whose hooks never arrived flagged until they do."""
 
 import pytest
 
+import engines
 from sessions_app.actions import do_note_unheard_session
 from sessions_app.hooks.ingest import ingest_hook
 from sessions_app.models import Session, UnheardSession
@@ -36,7 +37,8 @@ def row_html(page, session):
 def test_each_session_shows_the_cli_it_runs_in_and_the_page_filters_by_it(board, fleet):  # noqa: F811
     page = board.get("/")
     for engine, label in (("claude", "Claude Code"), ("codex", "Codex"), ("gemini", "Gemini CLI")):
-        assert f'<span class="badge engine {fleet[engine].engine}" title="the CLI it runs in">{label}</span>' in row_html(page, fleet[engine])
+        hue = engines.of(fleet[engine].engine).hue
+        assert f'<span class="badge engine" style="--hue: {hue}" title="the CLI it runs in">{label}</span>' in row_html(page, fleet[engine])
     filtered = board.get("/?engine=codex").content.decode()
     assert 'id="session-%d"' % fleet["codex"].pk in filtered
     assert 'id="session-%d"' % fleet["claude"].pk not in filtered and 'id="session-%d"' % fleet["gemini"].pk not in filtered

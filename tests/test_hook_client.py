@@ -565,7 +565,7 @@ def test_empty_stdin_does_nothing(stub, spool):
 def test_hot_path_imports_stay_light(stub, spool):
     s = stub()
     # A PreToolUse, run in this checkout (a working tree): the path that reports the tree.
-    r = subprocess.run([PYTHON, '-S', '-X', 'importtime', str(HOOK)], input=event(1, 'PreToolUse'), capture_output=True, timeout=30,
+    r = subprocess.run([PYTHON, '-S', '-X', 'importtime', str(HOOK)], input=event(1, 'PreToolUse', tool_name='Bash', tool_input={'command': 'ls'}), capture_output=True, timeout=30,
                        cwd=HOOK.parent.parent,
                        env=hook_env(s.url, spool, CLAUDE_CODE_MESSAGING_TOKEN='secret', CLAUDE_CODE_MESSAGING_SOCKET='/tmp/cc-socks/1.sock'))
     assert r.stdout == b'{}'
@@ -650,16 +650,17 @@ def test_a_pretooluse_carries_the_working_tree_the_hook_runs_in(stub, spool, tmp
         subprocess.run(['git', *args], cwd=repo, check=True, capture_output=True)
     (worktree / 'src').mkdir()
     s = stub()
-    run_hook(s.url, spool, event(1, 'PreToolUse', tool_name='Edit'), cwd=worktree / 'src')
-    run_hook(s.url, spool, event(2, 'PostToolUse'), cwd=worktree / 'src')
-    run_hook(s.url, spool, event(3, 'PreToolUse'))
-    run_hook(s.url, spool, event(4, 'BeforeTool', tool_name='write_file'), cwd=worktree / 'src')
+    edit = {'file_path': 'a.py', 'content': 'x'}
+    run_hook(s.url, spool, event(1, 'PreToolUse', tool_name='Edit', tool_input=edit), cwd=worktree / 'src')
+    run_hook(s.url, spool, event(2, 'PostToolUse', tool_name='Edit', tool_input=edit, tool_response={}), cwd=worktree / 'src')
+    run_hook(s.url, spool, event(3, 'PreToolUse', tool_name='Edit', tool_input=edit))
+    run_hook(s.url, spool, event(4, 'BeforeTool', tool_name='write_file', tool_input=edit), cwd=worktree / 'src')
     first, second, third, fourth = (json.loads(request['body']) for request in s.requests)
     real = lambda path: os.path.realpath(path)  # noqa: E731
     assert first['relaybay_tree'] == {'cwd': real(worktree / 'src'), 'root': real(worktree), 'repository': real(repo)}
-    assert 'relaybay_tree' not in second  # only a PreToolUse: the event before an edit
+    assert 'relaybay_tree' not in second  # only before a tool runs: the edit check's event
     assert 'relaybay_tree' not in third  # outside any working tree
-    assert fourth['relaybay_tree'] == first['relaybay_tree']  # Gemini CLI's PreToolUse
+    assert fourth['relaybay_tree'] == first['relaybay_tree']  # another CLI's name for PreToolUse
 
 
 # --------------------------------------------------------------------------- wait mode
@@ -887,9 +888,13 @@ def test_the_engine_a_hook_command_names_goes_with_every_event(stub, spool):
     assert sent['relaybay_engine'] == 'gemini' and {k: v for k, v in sent.items() if k != 'relaybay_engine'} == json.loads(payload)
     run_hook(s.url, spool, event(2), '--engine=codex')
     assert json.loads(s.requests[1]['body'])['relaybay_engine'] == 'codex'
-    # An engine the client does not know is said on stderr, and the event goes as Claude Code's.
-    r = run_hook(s.url, spool, event(3), '--engine', 'vim')
-    assert b'--engine vim is not one of' in r.stderr and s.requests[2]['body'] == event(3)
+    # Which engines there are is relaybay's to say (it refuses a name it does not know, with the
+    # list): the client passes any name on. What is no name is said on stderr, and the event goes
+    # as Claude Code's.
+    run_hook(s.url, spool, event(3), '--engine', 'vim')
+    assert json.loads(s.requests[2]['body'])['relaybay_engine'] == 'vim'
+    r = run_hook(s.url, spool, event(4), '--engine', 'v"im')
+    assert b"is not an engine's name" in r.stderr and s.requests[3]['body'] == event(4)
 
 
 def test_a_refused_token_at_a_codex_start_says_to_connect_codex_again(stub, spool):

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
+import engines
 from messaging import reads
 
 from .. import pages
@@ -21,6 +22,12 @@ register = template.Library()
 @register.filter
 def plain(value):
     return mark_safe(f"<bdi>{pages.plain_html(value)}</bdi>")
+
+
+@register.filter
+def engine_hue(name):
+    """The hue of the badge of the CLI a session runs in (its engine's `hue`)."""
+    return engines.of(name).hue
 
 
 @register.filter

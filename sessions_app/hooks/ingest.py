@@ -11,9 +11,7 @@ from django.utils import timezone
 from core.errors import InvalidInput
 from core.pings import ping, wake_waiters
 from core.inputs import check_identifier, clean_json, clean_text
-from relaybay_hook.codex_wake import NUDGE
-
-from engines import ENGINE_FIELD, MODEL_TEXT, dialect_of
+from engines import ENGINE_FIELD, MODEL_TEXT, dialect_of, is_wake_prompt
 
 from .. import directory, identity
 from ..actions import do_update_session, link_started_session
@@ -171,18 +169,6 @@ def _follow_rename(link, native_name, feed, *, renamed):
         feed.append(feed_row("session.rename_refused", session=row, hook_session=link.hook_session, data={"name": native_name, "reason": "in use"}))
         return
     do_update_session(session=row, title=native_name)
-
-
-# An interactive session woken by an asyncRewake hook starts its turn with a UserPromptSubmit
-# whose prompt is Claude Code's notice of the hook, not anything the owner typed (seen, 2.1.328);
-# a Codex session woken by its waiter, with the waiter's fixed prompt.
-REWAKE_PROMPT = "<task-notification>"
-
-
-def is_wake_prompt(prompt):
-    """Whether a prompt is a CLI's wake-up (its notice of an asyncRewake hook, Codex's waiter's
-    NUDGE), not what a person typed."""
-    return isinstance(prompt, str) and (prompt.lstrip().startswith(REWAKE_PROMPT) or prompt.strip() == NUDGE)
 
 
 def is_owner_prompt(payload):
