@@ -18,7 +18,7 @@ from tests.e2e.claude_cli import claude_bin, claude_env, prepare_home, start_int
 from tests.e2e.model_server import ModelServer, text, tool
 from tests.e2e.relaybay_cli import manage, query
 from tests.e2e.test_claude_comments import wait_until
-from tests.live_server import LiveRelaybay, restart_relaybay, start_relaybay, stop_relaybay
+from tests.live_server import LiveRelaybay, start_relaybay, stop_relaybay
 
 SEND = "mcp__relaybay__message_send"
 TOOLS = "Bash mcp__relaybay"
@@ -130,27 +130,6 @@ def test_plain_sessions_go_by_their_folders_and_a_message_and_a_comment_wake_the
     assert "being woken" in said, said
     web_model.wait_for_text("owner-note-4242", timeout=30)
     print(f"send to the idle recipient's model request: {woken_after:.2f} s (includes the sender's own turn)")
-
-
-# The clients' own behaviour across a restart (the stdio MCP server, the wake-up hook's retries):
-# once, on the embedded pass; a restart on PostgreSQL + Redis is tests/test_faults.py's.
-@pytest.mark.embedded_only
-def test_a_session_started_before_a_relaybay_restart_keeps_its_tools_and_its_wake_up(relaybay, fleet):
-    api, api_model, api_folder, api_name = fleet["api"]
-    web, web_model, web_folder, web_name = fleet["web"]
-
-    stop_relaybay(relaybay.process)
-    time.sleep(30)
-    relaybay.process = restart_relaybay(relaybay.process)
-
-    # The waiter of the idle session comes back by itself.
-    wait_until(lambda: waiting(relaybay, web_folder), timeout=30)
-    web_model.add_steps(text("web got mail after the restart"))
-    api_model.add_steps(tool(SEND, {"to": web_name, "body": "after-restart-9090"}), text("api sent after restart"))
-    api.send("tell web again")
-    api.wait_for_screen("api sent after restart", timeout=60)
-    assert "No such tool available" not in json.dumps(api_model.request_texts())
-    web_model.wait_for_text("after-restart-9090", timeout=30)
 
 
 def test_a_short_wait_bound_ends_and_then_a_send_says_the_message_waits_for_the_next_prompt(relaybay, tmp_path):
