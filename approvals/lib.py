@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from core.errors import ErrorCode, NotFound, Refused
+from core.errors import NotFound
 from sessions_app import directory, identity
 
 from .models import Request
@@ -91,12 +91,12 @@ def as_api(request, now):
 
 def access_request(*, pk, process):
     """Permission request `pk` for the hook that holds it: only the request's own session speaks
-    for it, by its process proof as for its hooks (sessions_app.identity.speaks_for), so no other
+    for it, by its process proof as for its hooks (sessions_app.identity.access_link), so no other
     agent can take the owner's answer or settle the request."""
     request = Request.objects.filter(pk=pk).first()
     if request is None:
         raise NotFound(f"There is no request R-{pk}.")
     link = directory.link_of(request.hook_session)
-    if link is not None and not identity.speaks_for(link, process, timezone.now()):
-        raise Refused(identity.PROCESS_NOT_PROVEN, code=ErrorCode.PROCESS_NOT_PROVEN)
+    if link is not None:
+        identity.access_link(link, process)
     return request

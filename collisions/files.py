@@ -192,12 +192,14 @@ def access_caller_link(*, hook_session=None, session=None, process="", now=None)
     link = directory.link_of(hook_session, with_session=True)
     if link is None or not link.live:
         raise Refused(NOT_PROVEN, code=ErrorCode.CALLER_NOT_PROVEN)
-    if not identity.speaks_for(link, process, now):
+    try:
+        identity.access_link(link, process, now)
+    except identity.AnotherProcess:
         raise Refused(
             f"Hook session {hook_session} belongs to another running Claude Code process; reserve with your own "
             "(relaybay's MCP server fills it in).",
             code=ErrorCode.CALLER_NOT_PROVEN,
-        )
+        ) from None
     if session is not None:
         name = directory.check_name(session, what="session")
         if all(row.pk != link.session_id for row in directory.find_sessions(name)):

@@ -30,7 +30,7 @@ MAX_DEPTH = 8
 @dataclass
 class Claim:
     """Who a call says makes it: the name it gives and the hook link its hook_session names.
-    Nothing is proven yet; the send rule (do_take_sender) and the ack rule (access_reader)
+    Nothing is proven yet; the send rule (access_sender) and the ack rule (access_reader)
     judge it."""
 
     name: str | None
@@ -50,12 +50,21 @@ class Caller:
     """Who a call is, once a rule has judged its claim: the row, the name it goes by here,
     whether its proof holds (a live exact link of its own), and the process that proves it:
     the link's process proof, `link:<id>` for a link whose hooks send none, "" when unproven.
-    Sends are counted per process (fleet.check_rate), so a new name is no new budget."""
+    Sends are counted per process (fleet.check_rate), so a new name is no new budget.
 
-    row: Session
+    As access_sender judges a claim, `row` is None when no row goes by the name yet and
+    `relinks` says the claim's live hook id becomes the row's exact link: do_take_sender
+    writes both."""
+
+    row: Session | None
     name: str
     verified: bool
     process: str = ""
+    relinks: bool = False
+
+    @property
+    def settled(self):
+        return self.row is not None and not self.relinks
 
 
 def _proving(link):
@@ -71,14 +80,21 @@ def _linked_elsewhere(name):
     )
 
 
-def do_take_sender(claim, process=""):
-    """The send rule (docs/rules.md §4.2): who writes. A row live under an exact link is written as
-    only with that link's id, or with a live id of the caller's own, which moves the link to
-    it (a restart). Call inside a transaction: it may create an `mcp` row or move a link, and
-    a refusal raised later rolls those back."""
+def access_sender(claim, process=""):
+    """The send rule (docs/rules.md §4.2): who writes, judged without writing. The hook id speaks
+    for its link only as identity.access_link lets the caller's process; a row live under an
+    exact link is written as only with that link's id, or with a live id of the caller's own,
+    which moves the link to it (a restart). Returns the Caller; one not yet `settled` names the
+    row and the link do_take_sender writes."""
     name, hook_session, link = claim.name, claim.hook_session, claim.link
     if link is not None:
-        identity.check_machine(link, process, timezone.now())
+        try:
+            identity.access_link(link, process)
+        except identity.AnotherProcess:
+            raise SenderRefused(
+                f"Hook session {hook_session} belongs to another running Claude Code process; write with your own "
+                "(relaybay's MCP server fills it in)."
+            ) from None
     if name is None and hook_session is None:
         raise SenderRefused(
             "The sender is required: pass session (your title or name) and hook_session "
@@ -97,21 +113,36 @@ def do_take_sender(claim, process=""):
             raise SenderRefused(_linked_elsewhere(link.session.public_name))
         verified = link.live_exact
         return Caller(link.session, link.session.public_name, verified, _proving(link) if verified else "")
-    # The named row is looked up once; a row made for a name that a refusal below rejects is
-    # rolled back with the caller's transaction.
-    row, _ = do_take_name(name, hook_session, kind=Session.Kind.MCP)
-    if link is not None and link.live_exact and link.session_id != row.pk:
+    row = directory.one_going_by(name)
+    # No row goes by the name: a running session's hook row takes it, else a row is made for it.
+    named_pk = row.pk if row is not None else (link.session_id if identity.renames_its_row(link) else None)
+    if link is not None and link.live_exact and link.session_id != named_pk:
         raise SenderRefused(
             f'Hook session {hook_session} goes by "{link.session.public_name}", not by "{name}". '
             f'Write as "{link.session.public_name}" (or leave session out), or call session_link with "{name}" '
             "to go by it, when no running session holds it."
         )
     if link is None or not link.live:
-        if directory.live_exact_link(row) is not None:
+        if row is not None and directory.live_exact_link(row) is not None:
             raise SenderRefused(_linked_elsewhere(name))
         return Caller(row, name, False)
-    linked = do_link_hook_session(row, hook_session)
-    return Caller(row, name, linked.verified, _proving(linked.link) if linked.verified else "")
+    if row is not None and link.session_id == row.pk and link.exact:
+        return Caller(row, name, True, _proving(link))
+    return Caller(row, name, False, relinks=True)
+
+
+def do_take_sender(claim, process=""):
+    """The send rule's writes, once access_sender has judged the claim: the `mcp` row made for
+    a new name (or a running session's hook row renamed to it), the caller's live hook id made
+    that row's exact link. Call inside a transaction: a refusal raised later rolls them back."""
+    caller = access_sender(claim, process)
+    if caller.settled:
+        return caller
+    row, _ = do_take_name(caller.name, claim.hook_session, kind=Session.Kind.MCP)
+    if not caller.relinks:
+        return Caller(row, caller.name, False)
+    linked = do_link_hook_session(row, claim.hook_session)
+    return Caller(row, caller.name, linked.verified, _proving(linked.link) if linked.verified else "")
 
 
 def _check_body(body):
@@ -501,7 +532,7 @@ def _ack_proof(row, hook_session, process=""):
     because that session may come back and must then get what was not read in its name.
     While the row is live, only its live link's id proves it, as for a send (§4.2): an old
     id left behind by a restart does not; and a live link a running process proves needs that
-    process's proof too (identity.speaks_for, docs/rules.md §1.5). A row that never linked
+    process's proof too (identity.access_link, docs/rules.md §1.5). A row that never linked
     itself cannot prove anything, so anyone naming it may mark its mail, and the mark says so."""
     exact = [link for link in row.newest_links() if link.exact]
     live = [link for link in exact if link.live]
@@ -510,7 +541,11 @@ def _ack_proof(row, hook_session, process=""):
         link = proving.get(hook_session)
         if link is None:
             return False, True
-        return (not link.live or identity.speaks_for(link, process, timezone.now())), True
+        try:
+            identity.access_link(link, process)
+        except identity.AnotherProcess:
+            return False, True
+        return True, True
     return True, False
 
 

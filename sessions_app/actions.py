@@ -32,7 +32,7 @@ def do_take_name(name, hook_session=None, *, kind):
     if row is not None:
         return row, False
     link = HookLink.objects.select_related("session").filter(hook_session=hook_session).first() if hook_session else None
-    if link and link.session.kind == Session.Kind.HOOK and link.live:
+    if identity.renames_its_row(link):
         # A running session naming itself anew: names are labels, its row takes this one.
         row = link.session
         was = row.title

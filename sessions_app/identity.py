@@ -10,6 +10,7 @@ import re
 from datetime import timedelta
 
 from django.conf import settings
+from django.utils import timezone
 
 from core.auth import machine_of_process
 from core.errors import ErrorCode, Refused
@@ -61,27 +62,40 @@ def process_running(link, now):
     return bool(heard) and now - max(heard) < HEARD_FROM_RECENTLY
 
 
-def speaks_for(link, process, now):
-    """Whether a hook or call carrying `process` (a proof, or '' for none) may speak for `link`:
-    the link's own process, a link no process has proven, or one whose process has exited (a
-    restart, /resume). A running process's link never passes to another process's proof, and
-    a call without a proof for it is refused (process_not_proven): its hook id alone, which sits in
-    the name of its transcript file, proves nothing; a process of another machine than the
-    link's (core.auth.machine_of_process) is refused as such (other_machine)."""
-    if not link.process_proof or link.process_proof == process or not process_running(link, now):
-        return True
+class AnotherProcess(Refused):
+    """The link is another running Claude Code process's, and the call carries that other
+    process's proof: it may not speak for the link. Each surface words this its own way (a hook
+    is recorded and answered with nothing, a read is refused with its own code)."""
+
+    code = ErrorCode.PROCESS_NOT_PROVEN
+
+    def __init__(self):
+        super().__init__(PROCESS_NOT_PROVEN)
+
+
+def access_link(link, process, now=None):
+    """The link a hook or call carrying `process` (a proof, or '' for none) speaks for
+    (docs/rules.md §1.5): every surface — hooks, the wake-up wait, confirmations, MCP tools over
+    both transports, reservations, acks and approvals — asks this one rule. Returns `link` when
+    it is the caller's: no process proved it, the caller's process did, or its process has
+    exited (a restart, /resume). A running process's link never passes to another:
+    `AnotherProcess` for another proof of relaybay's machine; a call without a proof is refused
+    (process_not_proven): its hook id alone, which sits in the name of its transcript file,
+    proves nothing; a process of another machine than the link's (core.auth.machine_of_process)
+    is refused as such (other_machine). Reads only."""
+    if not link.process_proof or link.process_proof == process or not process_running(link, now or timezone.now()):
+        return link
     if not process:
         raise Refused(PROCESS_NOT_PROVEN, code=ErrorCode.PROCESS_NOT_PROVEN)
-    check_machine(link, process, now)
-    return False
-
-
-def check_machine(link, process, now):
-    """A running link proven through a machine's token (core.auth.machine_of_process) is that
-    machine's, and one proven through the agents' token relaybay's own: a call of another
-    machine's process is refused (other_machine)."""
-    if link.process_proof and machine_of_process(link.process_proof) != machine_of_process(process) and process_running(link, now):
+    if machine_of_process(link.process_proof) != machine_of_process(process):
         raise Refused(OTHER_MACHINE, code=ErrorCode.OTHER_MACHINE)
+    raise AnotherProcess
+
+
+def renames_its_row(link):
+    """Whether a write by `link`'s session naming itself by a name no row goes by renames the
+    link's row rather than making one: a running session's own hook row (names are labels)."""
+    return link is not None and link.live and link.session.kind == Session.Kind.HOOK
 
 
 def running_holder(row, process, now, *, besides=None):

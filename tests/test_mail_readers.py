@@ -41,7 +41,9 @@ def mail(client, db):
     start(client, "hook-a", "alice", PROOF_A)
     start(client, "hook-b", "bob", PROOF_B)
     body = {"body": SECRET, "to": "alice", "session": "bob", "hook_session": "hook-b"}
-    sent = client.post("/api/message_send", json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    sent = client.post(
+        "/api/message_send", json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {TOKEN}", HTTP_X_RELAYBAY_PROCESS=PROOF_B
+    )
     assert sent.status_code == 200, sent.content
 
 
@@ -86,7 +88,7 @@ def test_the_mail_of_a_row_that_never_linked_itself_is_listed_for_anyone_naming_
     desk = {"desktop_id": "desk-1", "title": "planner"}
     assert client.post("/api/desktop", json.dumps(desk), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
     note = {"body": "for the planner", "to": "planner", "session": "bob", "hook_session": "hook-b"}
-    client.post("/api/message_send", json.dumps(note), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    client.post("/api/message_send", json.dumps(note), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {TOKEN}", HTTP_X_RELAYBAY_PROCESS=PROOF_B)
     assert bodies(listing(client, "planner")) == ["for the planner"]
     assert refused(listing(client, "alice"))
 
@@ -109,7 +111,7 @@ def linked(live_relaybay, names):
     proofs = tuple({PROCESS_HEADER: process_proof(token)} for token in tokens)
     live_relaybay.start_session(f"hook-{alice}", alice, headers=proofs[0])
     live_relaybay.start_session(f"hook-{bob}", bob, headers=proofs[1])
-    status, sent = live_relaybay.post("/message_send", {"body": SECRET, "to": alice, "session": bob, "hook_session": f"hook-{bob}"})
+    status, sent = live_relaybay.post("/message_send", {"body": SECRET, "to": alice, "session": bob, "hook_session": f"hook-{bob}"}, headers=proofs[1])
     assert status == 200, sent
     return alice, bob, proofs, tokens
 

@@ -1,18 +1,27 @@
 """A proven session is spoken for only with its proof (docs/rules.md §1.5): a request without the
 process proof that names a running proven session's hook id — which sits in the name of its
 transcript file, readable by every agent of that user — gets 403 `process_not_proven` from a
-hook, the wake-up wait, a confirmation (X-Relaybay-Printed), messages_list and message_ack, and
-changes nothing: the session's items are still offered to the session itself."""
+hook, the wake-up wait, a confirmation (X-Relaybay-Printed), message_send, messages_list,
+message_ack (over the JSON API and both MCP transports), a reservation and a permission
+request's wait, and changes nothing: the session's items are still offered to the session
+itself. One function decides it (sessions_app.identity.access_link): it is the only code that
+names the refusal, and every surface answers with it."""
 
 import json
+import re
+import secrets
+import subprocess
 
 import pytest
 from django.test import Client
 
 from messaging.models import SessionMessage
-from sessions_app.models import Event, HookLink
+from relaybay_hook.proof import PROCESS_HEADER, process_proof
+from sessions_app.models import Event, FileReservation, HookLink
 
 from .conftest import TOKEN
+from .live_server import REPO_ROOT, live_relaybay  # noqa: F401  (fixture)
+from .test_mcp_server import error_text, http_session, stdio_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -125,3 +134,87 @@ def test_another_agent_can_neither_take_nor_settle_a_proven_sessions_permission_
     # The hook that holds it, with its session's proof, is handed the owner's answer.
     taken = alice_has_mail.get(f"/api/approvals/{pk}/wait", {"timeout": 0}, HTTP_X_RELAYBAY_PROCESS=PROOF_A, **agent)
     assert taken.status_code == 200 and taken.json()["state"] == "allowed", taken.content
+
+
+def agent(client, path, data, proof=""):
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
+    if proof:
+        headers["HTTP_X_RELAYBAY_PROCESS"] = proof
+    return client.post(f"/api/{path}", json.dumps(data), content_type="application/json", **headers)
+
+
+def test_sending_as_it_by_its_hook_id_is_refused_without_its_proof_and_with_another(alice_has_mail):
+    for claim in ({"hook_session": "hook-a"}, {"session": "alice", "hook_session": "hook-a"}):
+        assert refused(agent(alice_has_mail, "message_send", {"body": "as alice", "to": "bob", **claim}))
+        # Another running process's proof is bob's own: it writes as bob, never as alice.
+        other = agent(alice_has_mail, "message_send", {"body": "as alice", "to": "bob", **claim}, proof=PROOF_B)
+        assert (other.status_code, other.json()["code"]) == (403, "sender_refused"), other.content
+        assert "belongs to another running Claude Code process" in other.json()["detail"]
+    untouched()
+    own = agent(alice_has_mail, "message_send", {"body": "from alice", "to": "bob", "hook_session": "hook-a"}, proof=PROOF_A)
+    assert own.status_code == 200 and own.json()["sender_verified"] is True, own.content
+
+
+def test_reserving_files_by_its_hook_id_alone_is_refused(alice_has_mail):
+    assert refused(agent(alice_has_mail, "files_reserve", {"paths": ["src/app.py"], "hook_session": "hook-a"}))
+    assert not FileReservation.objects.exists()
+    held = agent(alice_has_mail, "files_reserve", {"paths": ["src/app.py"], "hook_session": "hook-a"}, proof=PROOF_A)
+    assert held.status_code == 200, held.content
+    assert refused(agent(alice_has_mail, "files_release", {"paths": ["src/app.py"], "hook_session": "hook-a"}))
+    assert FileReservation.objects.count() == 1
+
+
+def test_the_refusal_is_written_in_one_function():
+    # Every surface above answers process_not_proven; only sessions_app.identity names it
+    # (core/errors.py declares the codes and their status).
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.split()
+    naming = {
+        path
+        for path in tracked
+        if not path.startswith("tests/") and re.search(r"ErrorCode\.(PROCESS_NOT_PROVEN|OTHER_MACHINE)\b", (REPO_ROOT / path).read_text())
+    }
+    assert naming == {"core/errors.py", "sessions_app/identity.py"}
+
+
+# Both MCP transports, against a running relaybay
+
+
+@pytest.fixture
+def alice_running(live_relaybay):
+    """alice, a running Claude Code process proven by its messaging token, on the live relaybay
+    (shared by the module: a fresh name)."""
+    alice = f"alice-{secrets.token_hex(3)}"
+    token = secrets.token_hex(16)
+    live_relaybay.start_session(f"hook-{alice}", alice, headers={PROCESS_HEADER: process_proof(token)})
+    return alice, token
+
+
+def refused_tool(result):
+    text = error_text(result)
+    assert text.endswith("(error code: process_not_proven)") and "relaybay acts for it only with that proof" in text, text
+    return True
+
+
+async def test_its_tools_over_http_refuse_a_caller_without_its_proof(live_relaybay, alice_running, tmp_path):
+    alice, token = alice_running
+    hook_session = f"hook-{alice}"
+    async with http_session(live_relaybay, tmp_path) as mcp:
+        assert refused_tool(await mcp.call_tool("message_send", {"body": "as alice", "to": alice, "hook_session": hook_session}))
+        assert refused_tool(await mcp.call_tool("messages_list", {"session": alice, "hook_session": hook_session}))
+        assert refused_tool(await mcp.call_tool("message_ack", {"session": alice, "hook_session": hook_session}))
+        assert refused_tool(await mcp.call_tool("files_reserve", {"paths": ["src/app.py"], "hook_session": hook_session}))
+    async with http_session(live_relaybay, tmp_path, headers={PROCESS_HEADER: process_proof(token)}) as mcp:
+        own = await mcp.call_tool("messages_list", {"session": alice})
+    assert not own.is_error, own.content[0].text
+
+
+async def test_the_stdio_server_of_a_process_without_its_proof_is_refused(live_relaybay, alice_running, tmp_path):
+    alice, token = alice_running
+    # Started with alice's session id but not its process's messaging token.
+    async with stdio_session(live_relaybay, tmp_path, claude_session=f"hook-{alice}") as mcp:
+        assert refused_tool(await mcp.call_tool("message_send", {"body": "as alice", "to": alice}))
+        assert refused_tool(await mcp.call_tool("messages_list", {"session": alice}))
+        assert refused_tool(await mcp.call_tool("message_ack", {"session": alice}))
+    async with stdio_session(live_relaybay, tmp_path, claude_session=f"hook-{alice}", messaging_token=token) as mcp:
+        own = await mcp.call_tool("messages_list", {"session": alice})
+    assert not own.is_error, own.content[0].text

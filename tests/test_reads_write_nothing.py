@@ -1,6 +1,7 @@
 """Every write is a do_* (docs/rules.md §0): what only reads — the JSON API's GET routes, the
-board's pages, the MCP tools that read and the read functions the hooks and tools call —
-issues no INSERT, UPDATE or DELETE. Each is run under a database wrapper that fails on one.
+board's pages, the MCP tools that read, the read functions the hooks and tools call and every
+access_* (which decides who is calling and whether it may have a row) — issues no INSERT,
+UPDATE or DELETE. Each is run under a database wrapper that fails on one.
 Runs on both databases."""
 
 import re
@@ -10,12 +11,16 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from approvals import lib as approvals
+from approvals.models import Request
 from collisions import files, paths
 from core.api import api as ninja_api
-from messaging import formatting, reads
+from core.errors import ErrorCode, Refused
+from messaging import actions, formatting, reads
 from messaging.models import SessionMessage
-from sessions_app import directory
+from sessions_app import directory, identity
 from sessions_app.hooks import delivery
+from sessions_app.models import HookLink, Session
 from tests.board_fixtures import board, owner  # noqa: F401
 from tests.conftest import OWNER_TOKEN
 from tests.message_personas import rb, row  # noqa: F401
@@ -112,3 +117,39 @@ def test_a_write_under_the_check_fails_it(fleet):
     with pytest.raises(AssertionError, match="a read wrote: UPDATE"):
         with writes_refused():
             delivery.do_claim_pending(link, "PreToolUse")
+
+
+def test_every_access_function_writes_nothing_whatever_it_decides(fleet, rb):
+    alpha, bravo = fleet
+    asked = rb.hook("PermissionRequest", "hook-alpha", permission_mode="default", relaybay_waits=True, tool_name="Bash", tool_input={"command": "ls"})
+    request = Request.objects.get(pk=asked["relaybay_request"])
+    # alpha runs, proven by its process; bravo's hooks carry no proof.
+    proof = "a" * 64
+    HookLink.objects.filter(hook_session="hook-alpha").update(process_proof=proof)
+    link = directory.link_of("hook-alpha")
+    rows = Session.objects.count()
+    with writes_refused():
+        assert identity.access_link(link, proof) == link
+        with pytest.raises(identity.AnotherProcess):
+            identity.access_link(link, "b" * 64)
+        with pytest.raises(Refused) as refused:
+            identity.access_link(link, "")
+        assert refused.value.code == ErrorCode.PROCESS_NOT_PROVEN
+        # The send rule judges each kind of claim without writing what it decides.
+        own = actions.access_sender(actions.claim_of(hook_session="hook-alpha"), proof)
+        assert (own.row, own.verified, own.settled) == (alpha, True, True)
+        new_name = actions.access_sender(actions.claim_of(session="charlie"), "")
+        assert (new_name.row, new_name.name, new_name.verified) == (None, "charlie", False)
+        renamed = actions.access_sender(actions.claim_of(session="bravo-renamed", hook_session="hook-bravo"), "")
+        assert (renamed.row, renamed.relinks) == (None, True)
+        with pytest.raises(Refused) as refused:
+            actions.access_sender(actions.claim_of(session="alpha", hook_session="hook-alpha"), "")
+        assert refused.value.code == ErrorCode.PROCESS_NOT_PROVEN
+        reader = actions.access_reader(actions.claim_of(session="alpha", hook_session="hook-alpha"), proof)
+        assert (reader.row, reader.verified) == (alpha, True)
+        actions.check_mail_reader(bravo, "hook-bravo", "")
+        assert files.access_caller_link(hook_session="hook-alpha", process=proof) == link
+        assert approvals.access_request(pk=request.pk, process=proof) == request
+        with pytest.raises(Refused):
+            approvals.access_request(pk=request.pk, process="")
+    assert Session.objects.count() == rows and not Session.objects.filter(title__in=["charlie", "bravo-renamed"]).exists()

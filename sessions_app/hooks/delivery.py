@@ -292,6 +292,18 @@ HANDLE = re.compile(r"^([A-Z])-([0-9]{1,18})$")
 REPORT_MAX = 200
 
 
+def _own_link(hook_session, process, now):
+    """The hook id's link when the caller speaks for it (identity.access_link), None when the id
+    is unknown or another running process's; a call without the proof is refused."""
+    link = directory.link_of(hook_session)
+    if link is None:
+        return None
+    try:
+        return identity.access_link(link, process, now)
+    except identity.AnotherProcess:
+        return None
+
+
 def do_confirm_printed(hook_session, report, process):
     """The hook client of `hook_session` reports, as `report` ("C-12 M-40"), the items it
     printed into the model: mark those of the session's row confirmed (they are offered no
@@ -309,8 +321,8 @@ def do_confirm_printed(hook_session, report, process):
         return []
     now = timezone.now()
     with transaction.atomic():
-        link = directory.link_of(hook_session)
-        if link is None or not identity.speaks_for(link, process, now):
+        link = _own_link(hook_session, process, now)
+        if link is None:
             return []
         rows = []
         for kind, ids in wanted.items():
@@ -377,8 +389,8 @@ def do_register_waiter(hook_session, waiter, process=""):
     the waiter carries another running process's proof than the link's (it would take that
     session's mail: docs/rules.md §1.5)."""
     now = timezone.now()
-    link = directory.link_of(hook_session)
-    if link is None or not identity.speaks_for(link, process, now):
+    link = _own_link(hook_session, process, now)
+    if link is None:
         return False
     return HookLink.objects.filter(pk=link.pk).update(waiter=waiter, waiter_polled_at=now) == 1
 

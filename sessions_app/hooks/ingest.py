@@ -291,12 +291,15 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
     with transaction.atomic():
         link, note = _link(hook_session, dialect, payload, process, now)
         event = feed_row(f"hook.{event_name}", session_id=link.session_id, hook_session=hook_session, data=stored_fields(payload, dialect.engine), replay=replay, happened_at=spooled_at)
-        if not replay and not identity.speaks_for(link, process, now):
-            # The hook names a session another running process proves (docs/rules.md §1.5):
-            # recorded for the owner, and nothing of that session changes or is handed over.
-            event.data["relaybay_refused"] = "another running process's session"
-            record_events([event])
-            return {"systemMessage": FOREIGN_PROCESS} if event_name == "SessionStart" else {}
+        if not replay:
+            try:
+                identity.access_link(link, process, now)
+            except identity.AnotherProcess:
+                # The hook names a session another running process proves (docs/rules.md §1.5):
+                # recorded for the owner, and nothing of that session changes or is handed over.
+                event.data["relaybay_refused"] = "another running process's session"
+                record_events([event])
+                return {"systemMessage": FOREIGN_PROCESS} if event_name == "SessionStart" else {}
         feed = _apply_event(link, event_name, payload, now, process)
         followed = steps.NOTHING_FOLLOWED if replay else steps.follow(link, dialect, payload, now)
         feed += followed.feed
