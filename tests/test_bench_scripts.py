@@ -31,7 +31,7 @@ def test_every_benchmark_script_imports():
     "script, args",
     [
         ("bench/hook_queries.py", ["--runs", "10"]),
-        ("bench/board.py", ["--messages", "5000", "--runs", "2", "--sends", "2"]),
+        ("bench/board.py", ["--messages", "5000", "--sessions", "50", "--runs", "2", "--sends", "2"]),
     ],
 )
 def test_an_in_process_benchmark_runs_a_small_round(script, args, tmp_path):
