@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.auth import machine_of_process
 from core.errors import ErrorCode, InvalidInput, Refused
 from core.pings import ping, send_to_group
 from core.inputs import clean_text
@@ -248,8 +249,8 @@ def _link_guessed_to_desktop(hook_session, payload, process, now, engine):
     """The one desktop row of the session's folder that is not live, guessed to be this one.
     Desktop sessions are one CLI's (its engine's desktop_rows): another's is never guessed into one."""
     cwd = payload.get("cwd") or ""
-    if not cwd or not engines.of(engine).desktop_rows:
-        return None
+    if not cwd or not engines.of(engine).desktop_rows or machine_of_process(process) is not None:
+        return None  # a folder of another machine is no folder of a desktop app here
     desktop = list(Session.objects.filter(kind=Session.Kind.DESKTOP, folder=cwd).not_live()[:2])
     if len(desktop) != 1:
         return None
@@ -266,7 +267,8 @@ def _link_by_name(hook_session, link, payload, process, now, engine, asked):
     cwd = payload.get("cwd") or ""
     native = payload.get("relaybay_native") if isinstance(payload.get("relaybay_native"), dict) else {}
     native_name = (native.get("session") or {}).get("name") if isinstance(native.get("session"), dict) else ""
-    base = asked or identity.default_name(cwd, native_name if isinstance(native_name, str) else "")
+    native_name = native_name if isinstance(native_name, str) else ""
+    base = asked or identity.default_name(cwd, native_name, directory.machine_elsewhere(process))
     # One savepoint: a refused move leaves no row made for the name behind.
     with transaction.atomic():
         row, why = _row_for_name(base, cwd=cwd, process=process, now=now, explicit=bool(asked), engine=engine)

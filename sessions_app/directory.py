@@ -469,6 +469,13 @@ def machine_name(machine_id):
     return _machine_names[machine_id]
 
 
+def machine_elsewhere(process):
+    """The name of the machine a process runs on when it is not relaybay's own, else None: what a
+    session's name is followed by there (identity.default_name)."""
+    machine_id = auth.machine_of_process(process)
+    return None if machine_id is None else machine_name(machine_id)
+
+
 def session_machine(session):
     """The name of the machine a row's session runs on: where the process its current_link
     proves runs (a link no process proves is relaybay's own machine's)."""

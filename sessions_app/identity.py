@@ -118,16 +118,22 @@ def generated_native_name(native_name, cwd):
 
 
 def folder_derived_name(title, cwd):
-    """Whether a row's title is one relaybay gave it from its folder (`web`, `web-2`)."""
-    return bool(re.fullmatch(re.escape(folder_name(cwd)[:TITLE_MAX]) + r"(-[0-9]+)?", title or "", flags=re.IGNORECASE))
+    """Whether a row's title is one relaybay gave it from its folder (`web`, `web-2`,
+    `web@laptop`, `web@laptop-2`)."""
+    return bool(re.fullmatch(re.escape(folder_name(cwd)[:TITLE_MAX]) + r"(@.+)?(-[0-9]+)?", title or "", flags=re.IGNORECASE))
 
 
-def default_name(cwd, native_name=""):
+def default_name(cwd, native_name="", machine=None):
     """The name a session started without RELAYBAY_SESSION goes by: the native name the person
-    gave it, else its folder's name."""
+    gave it, else its folder's name; on another machine than relaybay's, followed by
+    `@<machine>` (`web@laptop`), so two machines' sessions of one folder name never share a
+    name and each keeps its own across restarts, whichever starts first."""
     if native_name and native_name.strip() and not generated_native_name(native_name, cwd):
-        return native_name.strip()[:TITLE_MAX]
-    return folder_name(cwd)[:TITLE_MAX]
+        name = native_name.strip()
+    else:
+        name = folder_name(cwd)
+    where = f"@{machine}" if machine else ""
+    return name[: TITLE_MAX - len(where)] + where
 
 
 def waiter_connected(link, now):

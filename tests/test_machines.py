@@ -129,6 +129,32 @@ def test_a_session_elsewhere_runs_while_it_reports_not_while_a_pid_here_lives(al
     assert hook(box["token"], PROOF_B, "PostToolUse", "hook-a", tool_name="Bash", tool_input={}).status_code == 200
 
 
+def names_of(*hook_sessions):
+    return [HookLink.objects.select_related("session").get(hook_session=h).session.title for h in hook_sessions]
+
+
+@pytest.mark.parametrize("first", ["laptop", "box"])
+def test_two_machines_sessions_of_one_folder_go_by_distinct_names_each_keeps_across_a_restart(first):
+    # Three sessions in /work/proj: on the laptop, on the box and on relaybay's own machine,
+    # whichever machine starts first; each named by its folder and, elsewhere, its machine.
+    tokens = {"laptop": add("laptop")["token"], "box": add("box")["token"]}
+    proofs = {"laptop": PROOF_A, "box": PROOF_B}
+    for where in sorted(tokens, key=lambda name: name != first):
+        assert hook(tokens[where], proofs[where], "SessionStart", f"hook-{where}", source="startup").status_code == 200
+    assert hook(TOKEN, PROOF_HERE, "SessionStart", "hook-here", source="startup").status_code == 200
+    assert names_of("hook-laptop", "hook-box", "hook-here") == ["proj@laptop", "proj@box", "proj"]
+    # The laptop's session ends and starts again (a new process, a new hook id): its name, and
+    # the row with its mail, come back to it; the box's is untouched.
+    hook(tokens["laptop"], PROOF_A, "SessionEnd", "hook-laptop")
+    assert hook(tokens["laptop"], "d" * 64, "SessionStart", "hook-laptop-2", source="startup").status_code == 200
+    assert names_of("hook-laptop-2", "hook-box") == ["proj@laptop", "proj@box"]
+    assert names_of("hook-laptop-2") == names_of("hook-laptop")
+    # A name the person gives (/rename) is followed by its machine too.
+    native = {"session": {"name": "api-work"}}
+    hook(tokens["box"], PROOF_B, "UserPromptSubmit", "hook-box", prompt="go", relaybay_native=native)
+    assert names_of("hook-box") == ["api-work@box"]
+
+
 def test_revoking_its_machine_refuses_the_session_s_own_calls_at_once(alice_on_the_laptop):
     laptop, _ = alice_on_the_laptop
     machine("revoke", "laptop")

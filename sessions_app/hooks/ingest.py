@@ -160,6 +160,7 @@ def _follow_rename(link, native_name, feed, *, renamed):
     by its folder's name."""
     if identity.generated_native_name(native_name, link.cwd):
         return
+    native_name = identity.default_name(link.cwd, native_name, directory.machine_elsewhere(link.process_proof))
     row = Session.objects.get(pk=link.session_id)
     if row.kind != Session.Kind.HOOK or fold_name(row.title) == fold_name(native_name):
         return
