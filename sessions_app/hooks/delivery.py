@@ -186,9 +186,10 @@ def answer_size(kind, item, block):
 
 
 def pending(session_id):
-    """The kinds that have something pending for the session (empty when nothing waits): for
-    each kind, whether it has fresh items or items due again, as its `fresh` and `due_again`
-    querysets say (each an index of its own).
+    """What is pending for the session, by kind (empty when nothing waits): for each kind with
+    something, whether it has fresh items and whether it has items due again, as its `fresh` and
+    `due_again` querysets say (each an index of its own). A claim asks only the questions that
+    found something.
 
     Hand-written, relaybay's one such read on the hook path: every hook asks it and mostly
     hears no, and the ORM's building of its six subqueries on each hook cost more than the rest
@@ -204,7 +205,15 @@ def pending(session_id):
     with connection.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join(questions), params)
         found = cursor.fetchone()
-    return tuple(kind for i, kind in enumerate(registered) if found[2 * i] or found[2 * i + 1])
+    return {kind: Waiting(bool(found[2 * i]), bool(found[2 * i + 1])) for i, kind in enumerate(registered) if found[2 * i] or found[2 * i + 1]}
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Which of a kind's two questions found something: fresh items, items due again."""
+
+    fresh: bool = True
+    due_again: bool = True
 
 
 def _pending_questions(kind):
@@ -220,17 +229,29 @@ def _pending_questions(kind):
     )
 
 
+def _worth_a_look(looking):
+    """(kind, Waiting) for each kind a claim looks at: as pending() found them, or both questions
+    of each kind listed (every kind by default)."""
+    if isinstance(looking, dict):
+        return looking.items()
+    return [(kind, Waiting()) for kind in (kinds() if looking is None else looking)]
+
+
 def do_claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET):
     """Claim, oldest first, every whole item that fits one answer (within `budget` characters);
-    `looking` says which kinds are worth a look (all by default). `confirming`: the hook client
-    confirms what it prints. Call inside a transaction."""
+    `looking` says which kinds are worth a look: what pending() found (only its questions that
+    found something are asked again), or a list of kinds (all by default). `confirming`: the
+    hook client confirms what it prints. Call inside a transaction."""
     now = timezone.now()
     by = f"{carrier} via {link.hook_session}"
     delivery = Delivery(budget=budget)
     again = set()
-    for kind in kinds() if looking is None else looking:
+    for kind, waiting in _worth_a_look(looking):
         full = False
-        candidates = [*kind.fresh(link.session_id).order_by("id")[:SCAN], *kind.due_again(link.session_id, now).order_by("id")[:SCAN]]
+        candidates = [
+            *(kind.fresh(link.session_id).order_by("id")[:SCAN] if waiting.fresh else []),
+            *(kind.due_again(link.session_id, now).order_by("id")[:SCAN] if waiting.due_again else []),
+        ]
         for item in sorted(candidates, key=lambda item: item.pk)[:SCAN]:
             block = kind.block(item)
             if not delivery.fits(kind, item, block):
