@@ -132,3 +132,32 @@ def test_the_inbox_count_on_every_board_page_searches_its_own_partial_indexes():
                 assert plan == [step for step in plan if f"INDEX {index} " in step or step.endswith(f"INDEX {index}")] and plan, (index, plan)
             cursor.execute("EXPLAIN QUERY PLAN " + asked.captured_queries[-1]["sql"])
             assert any(row[-1].startswith("SEARCH session_message USING INDEX message_native_held") for row in cursor.fetchall())
+
+
+def test_a_claim_asks_again_only_the_questions_the_pending_check_answered_yes():
+    """Every statement of a hook's claim is a round trip on PostgreSQL: what the pending check
+    found (fresh items, items due again, by kind) is all the claim looks for."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.models import HookLink
+
+    me = Session.objects.create(kind=Session.Kind.HOOK, title="me")
+    other = Session.objects.create(kind=Session.Kind.HOOK, title="other")
+    link = HookLink.objects.create(session=me, hook_session="hook-me", exact=True)
+    fresh = SessionMessage.objects.create(sender=other, sender_name="other", recipient=me, recipient_name="me", body="new")
+    waiting = delivery.pending(me.pk)
+    assert [(kind.name, found) for kind, found in waiting.items()] == [("message", delivery.Waiting(fresh=True, due_again=False))]
+    with CaptureQueriesContext(connection) as asked:
+        claimed = delivery.do_claim_pending(link, "PreToolUse", waiting, confirming=True)
+    assert claimed.handles() == [f"M-{fresh.pk}"]
+    looked = [q["sql"] for q in asked.captured_queries if q["sql"].startswith("SELECT") and "session_message" in q["sql"]]
+    assert len(looked) == 1 and "offered_at" not in looked[0].split("WHERE")[1], looked
+    # Offered and not confirmed past RELAYBAY_REOFFER_SECONDS: due again, and only that is asked.
+    SessionMessage.objects.filter(pk=fresh.pk).update(offered_at=timezone.now() - timedelta(hours=1))
+    waiting = delivery.pending(me.pk)
+    assert [(kind.name, found) for kind, found in waiting.items()] == [("message", delivery.Waiting(fresh=False, due_again=True))]
+    with CaptureQueriesContext(connection) as asked:
+        assert delivery.do_claim_pending(link, "PreToolUse", waiting, confirming=True).handles() == [f"M-{fresh.pk}"]
+    looked = [q["sql"] for q in asked.captured_queries if q["sql"].startswith("SELECT") and "session_message" in q["sql"]]
+    assert len(looked) == 1 and "offered_at" in looked[0].split("WHERE")[1], looked
