@@ -28,7 +28,8 @@ from .errors import ErrorCode, RelaybayError, error_body
 
 TOKEN_REFUSED = (
     "Missing or wrong token: send Authorization: Bearer <RELAYBAY_TOKEN> (the agents' token, kept in data/token); "
-    "a CLI connected with an old one: run `.venv/bin/python manage.py connect` for it again."
+    "a CLI connected with an old one: run `.venv/bin/python manage.py connect claude` (or connect with that CLI's "
+    "name, as `manage.py connect --help` lists) again."
 )
 OWNER_TOKEN_REFUSED = (
     "Missing or wrong token: this route is the owner's; send Authorization: Bearer <the owner token> "

@@ -147,7 +147,7 @@ async def test_the_api_answers_without_the_boards_middleware_and_still_needs_the
     status, _, answer = await serve("GET", "/api/sessions_list", headers=[(b"authorization", b"Bearer wrong")])
     assert status == 401 and "Missing or wrong token" in answer["detail"]
     # It says where the token is and how a CLI connected with an old one gets the current one.
-    assert "data/token" in answer["detail"] and "manage.py connect" in answer["detail"]
+    assert "data/token" in answer["detail"] and "manage.py connect claude" in answer["detail"]
     status, _, answer = await serve("POST", "/api/hooks", hook_payload("PreToolUse", ""), headers=AUTH)
     assert status == 400
     status, headers, _ = await serve("GET", "/login/", headers=[(b"host", b"127.0.0.1")])
