@@ -111,6 +111,14 @@ def test_needs_you_and_sessions_fit_a_phones_width(browser, live):
         shot(page, f"phone-{name}")
         found = widest(page)
         assert found["scroll"] <= found["width"] and not found["over"], (path, found)
+    # A card shows no empty line and says what its unread count counts; a session with none shows no bare 0.
+    status, sent = live.post("/message_send", {"to": "web", "body": "for web", "session": "api", "hook_session": "hook-api"})
+    assert status == 200, sent
+    page.goto(f"{live.url}/")
+    web, api = (page.locator("tr", has=page.get_by_role("link", name=name, exact=True)) for name in ("web", "api"))
+    expect(web.locator("td.unread-count").get_by_role("link", name="1 unread", exact=True)).to_be_visible()
+    expect(api.locator("td.unread-count")).to_be_hidden()
+    assert not page.evaluate("() => [...document.querySelectorAll('table.session-rows td')].some(td => td.offsetHeight && !td.textContent.trim())")
     page.goto(f"{live.url}/needs-you/")
     buttons = page.locator(".request").first.get_by_role("button")
     expect(buttons).to_have_count(3)
