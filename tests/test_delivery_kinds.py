@@ -161,3 +161,26 @@ def test_a_claim_asks_again_only_the_questions_the_pending_check_answered_yes():
         assert delivery.do_claim_pending(link, "PreToolUse", waiting, confirming=True).handles() == [f"M-{fresh.pk}"]
     looked = [q["sql"] for q in asked.captured_queries if q["sql"].startswith("SELECT") and "session_message" in q["sql"]]
     assert len(looked) == 1 and "offered_at" in looked[0].split("WHERE")[1], looked
+
+
+def test_a_hook_writes_its_own_feed_rows_and_its_deliveries_in_one_insert():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.hooks.ingest import ingest_hook
+    from sessions_app.models import Event
+
+    def hook(event, **fields):
+        return ingest_hook({"hook_event_name": event, "session_id": "hook-me", "cwd": "/work/proj", **fields})
+
+    hook("SessionStart", source="startup", relaybay_session="me")
+    hook("UserPromptSubmit", prompt="go")
+    me = Session.objects.get(title="me")
+    other = Session.objects.create(kind=Session.Kind.HOOK, title="other")
+    message = SessionMessage.objects.create(sender=other, sender_name="other", recipient=me, recipient_name="me", body="new")
+    with CaptureQueriesContext(connection) as asked:
+        answer = hook("PostToolUse", tool_name="Bash", tool_input={"command": "ls"})
+    assert answer.carried == [f"M-{message.pk}"]
+    inserts = [q["sql"] for q in asked.captured_queries if re.match(r'INSERT INTO "sessions_app_event"', q["sql"])]
+    assert len(inserts) == 1, inserts
+    assert list(Event.objects.order_by("-id").values_list("name", flat=True)[:2]) == ["message.delivered", "hook.PostToolUse"]

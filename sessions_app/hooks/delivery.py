@@ -237,11 +237,13 @@ def _worth_a_look(looking):
     return [(kind, Waiting()) for kind in (kinds() if looking is None else looking)]
 
 
-def do_claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET):
+def do_claim_pending(link, carrier, looking=None, *, confirming=False, budget=BUDGET, feed=None):
     """Claim, oldest first, every whole item that fits one answer (within `budget` characters);
     `looking` says which kinds are worth a look: what pending() found (only its questions that
     found something are asked again), or a list of kinds (all by default). `confirming`: the
-    hook client confirms what it prints. Call inside a transaction."""
+    hook client confirms what it prints. `feed`: the caller's feed rows, not written yet: the
+    deliveries' rows are added for the caller to write with its own, in one INSERT; without it
+    they are written here. Call inside a transaction."""
     now = timezone.now()
     by = f"{carrier} via {link.hook_session}"
     delivery = Delivery(budget=budget)
@@ -271,7 +273,10 @@ def do_claim_pending(link, carrier, looking=None, *, confirming=False, budget=BU
             data = {**data, "offered_again": True}
         rows.append(feed_row(name, session_id=link.session_id, hook_session=link.hook_session, data=data))
     if rows:
-        record_events(rows)
+        if feed is None:
+            record_events(rows)
+        else:
+            feed += rows
         ping("sessions", "messages", "comments", "events")
     return delivery
 
@@ -283,15 +288,15 @@ def context_answer(dialect, delivery, before=""):
     return HookAnswer(dialect.engine.context(dialect.name, text), delivery)
 
 
-def do_block_stop(link, dialect, looking=None, *, confirming=False):
+def do_block_stop(link, dialect, looking=None, *, confirming=False, feed=None):
     """A Stop block when something is pending and this turn has blocks left, as the CLI goes on
-    with it (its engine's `continued`). Inside a transaction."""
+    with it (its engine's `continued`); `feed` as do_claim_pending's. Inside a transaction."""
     took = HookLink.objects.filter(pk=link.pk, stop_blocks__lt=STOP_BLOCKS_PER_TURN).update(
         stop_blocks=F("stop_blocks") + 1, state=HookLink.State.BUSY
     )
     if not took:
         return {}
-    delivery = do_claim_pending(link, "Stop", looking, confirming=confirming)
+    delivery = do_claim_pending(link, "Stop", looking, confirming=confirming, feed=feed)
     if not delivery:
         HookLink.objects.filter(pk=link.pk).update(stop_blocks=F("stop_blocks") - 1, state=HookLink.State.IDLE)
         return {}

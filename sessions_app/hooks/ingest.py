@@ -242,18 +242,19 @@ def _delivers(link, dialect):
     return link.live_exact and (dialect.delivers_context or dialect.event == "Stop")
 
 
-def _answer(link, dialect, payload, note, confirming, check=steps.NOTHING):
+def _answer(link, dialect, payload, note, confirming, check=steps.NOTHING, *, feed=None):
     """The hook answer, in the CLI's dialect (engines/): what it carries (_carried), and
     before a call of relaybay's own tools the call's arguments naming its caller
-    (Engine.caller_filled_in) beside it."""
-    answer = _carried(link, dialect, payload, note, confirming, check)
+    (Engine.caller_filled_in) beside it. `feed`: the hook's feed rows, not written yet; a
+    delivery adds its own for the caller to write with them."""
+    answer = _carried(link, dialect, payload, note, confirming, check, feed)
     filled_in = dialect.engine.caller_filled_in(dialect.name, payload)
     if not filled_in:
         return answer
     return {**answer, "hookSpecificOutput": {**answer.get("hookSpecificOutput", {}), **filled_in["hookSpecificOutput"]}}
 
 
-def _carried(link, dialect, payload, note, confirming, check):
+def _carried(link, dialect, payload, note, confirming, check, feed=None):
     """The session's identity at its start, else the edit check's denial, else its warning and
     what waits for the session, claimed within what the warning leaves of the budget (left
     offered until the hook client confirms it, when it does: docs/rules.md §2.6)."""
@@ -273,9 +274,9 @@ def _carried(link, dialect, payload, note, confirming, check):
     if not waiting:
         return warned
     if event_name == "Stop":
-        return delivery.do_block_stop(link, dialect, waiting, confirming=confirming)
+        return delivery.do_block_stop(link, dialect, waiting, confirming=confirming, feed=feed)
     room = delivery.BUDGET - (len(check.warning) + 2 if check.warning else 0)
-    claimed = delivery.do_claim_pending(link, event_name, waiting, confirming=confirming, budget=room)
+    claimed = delivery.do_claim_pending(link, event_name, waiting, confirming=confirming, budget=room, feed=feed)
     return delivery.context_answer(dialect, claimed, before=check.warning) if claimed else warned
 
 
@@ -304,13 +305,22 @@ def ingest_hook(payload, *, replay=False, spooled_at=None, process="", confirmin
         feed = _apply_event(link, event_name, payload, now, process)
         followed = steps.NOTHING_FOLLOWED if replay else steps.follow(link, dialect, payload, now)
         feed += followed.feed
-        # Before the feed rows are written: the check's own go with them, in the one INSERT.
+        # Before the feed rows are written: the check's own go with them, in the one INSERT,
+        # and so do the rows of what the answer delivers.
         check = steps.check(link, dialect, payload, now, replay=replay, happened_at=spooled_at)
-        record_events([*feed, event, *check.feed])
+        rows = [*feed, event, *check.feed]
         traffic = claude_native.read_native(payload)
         if traffic:
+            # The native messages' feed rows follow the hook's own.
+            record_events(rows)
+            rows = []
             claude_native.report(link, traffic, now)
         # Nobody waits for a replayed event's answer: nothing is delivered through it.
         if replay:
-            return {}
-        return followed.answer if followed.answer is not None else _answer(link, dialect, payload, note, confirming, check)
+            answer = {}
+        elif followed.answer is not None:
+            answer = followed.answer
+        else:
+            answer = _answer(link, dialect, payload, note, confirming, check, feed=rows)
+        record_events(rows)
+        return answer
