@@ -20,13 +20,16 @@ relaybay's serving choices, so bench/serving.py can measure the plain alternativ
 - `feed-trigger`: on SQLite, every feed row's search entry is written by a trigger with the
   row, instead of in batches by sessions_app/search_index.py (the trigger that migration
   0011_feed_search_in_batches drops, put back when the server starts).
+- `no-outbox-retry`: a board ping or wake-up the channel layer does not take within its bound
+  is dropped with a log line, as each process's outbox did before it kept such sends and tried
+  them again (core/pings.py `Outbox`).
 """
 
 import contextlib
 import os
 
 ACTIVE = {x.strip() for x in os.environ.get("BENCH_EXPERIMENT", "").split(",") if x.strip()}
-KNOWN = {"no-db-threads", "full-chain", "waited-sends", "asgiref-hop", "feed-trigger", "all-columns"}
+KNOWN = {"no-db-threads", "full-chain", "waited-sends", "asgiref-hop", "feed-trigger", "all-columns", "no-outbox-retry"}
 
 
 def apply_settings(settings_globals):
@@ -77,6 +80,15 @@ def apply_app():
         _feed_trigger_back()
     if "all-columns" in ACTIVE:
         _all_columns()
+    if "no-outbox-retry" in ACTIVE:
+        _no_outbox_retry()
+
+
+def _no_outbox_retry():
+    from core import pings
+
+    pings.Outbox._put_back = lambda self, key, kept: None  # the send not taken is gone
+    pings.RETRY_AFTER = 0
 
 
 def _all_columns():

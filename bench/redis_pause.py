@@ -2,7 +2,8 @@
 how soon a send made during a pause wakes an idle session; what idle waiters cost.
 
     .venv/bin/python bench/redis_pause.py [--rounds 8] [--pause 15] [--stall 10] [--stall-rounds 3]
-                                          [--waiters 900] [--old REV] [--json FILE]
+                                          [--waiters 900] [--old REV] [--no-retry] [--waiters-only]
+                                          [--repeat 1] [--json FILE]
 
 Two daphne processes on one fresh PostgreSQL database and a redis-server of the script's own
 (tests/fault_loop.py's PausableRedis: pausing it troubles nobody else's Redis). Session beta
@@ -28,7 +29,11 @@ as it ends) waiting, split over both processes, Redis answering and nothing else
 the two processes' CPU over 30 s.
 
 With --old REV everything runs on that commit's code as well (its files from `git archive`, its
-own database), side by side. Prints medians and p90; asserts nothing. docs/rules.md §2.7 says
+own database), side by side. With --no-retry it runs on this checkout with the outbox's retry
+taken out as well (bench/experiments.py `no-outbox-retry`: a send the layer does not take is
+dropped), both cases then served by bench/empty_asgi.py, so that they differ in that alone;
+--waiters-only weighs the idle waiters alone, --repeat N runs the cases N times in turn (the
+machine's load moves under a run) and prints each run and the ratio of their sums. Prints medians and p90; asserts nothing. docs/rules.md §2.7 says
 what the figures mean.
 """
 
@@ -224,7 +229,7 @@ def waiters_load(relaybays, count, seconds=30):
     return {"registered": registered, "cpu_seconds": used, "seconds": seconds}
 
 
-def run_code(label, root, rounds, pause, workdir, stall=10, stall_rounds=3, waiters=900):
+def run_code(label, root, rounds, pause, workdir, stall=10, stall_rounds=3, waiters=900, app="relaybay.asgi:application", experiment=None):
     print(f"  {label} …", flush=True)
     redis = PausableRedis(workdir / "redis").start()
     env = {
@@ -235,8 +240,9 @@ def run_code(label, root, rounds, pause, workdir, stall=10, stall_rounds=3, wait
         "RELAYBAY_SENDS_PER_MINUTE": "1000000",
         # beta is woken by messages many times with no prompt of the owner's between.
         "RELAYBAY_WAKE_CAP": "1000000",
+        **({"BENCH_EXPERIMENT": experiment} if experiment else {}),
     }
-    relaybays = Relaybays(workdir / "relaybay", 2, env, root=root)
+    relaybays = Relaybays(workdir / "relaybay", 2, env, root=root, app=app)
     samples = {paused: {op: [] for op in OPERATIONS} for paused in (False, True)}
     carried = {False: 0, True: 0}
     woken = {False: 0, True: 0}
@@ -253,7 +259,8 @@ def run_code(label, root, rounds, pause, workdir, stall=10, stall_rounds=3, wait
         home.mkdir()
         one = Round(relaybays, redis, root, home)
         one.hook("UserPromptSubmit", prompt="work")
-        one.run()  # warm both processes
+        if rounds:
+            one.run()  # warm both processes
         for i in range(2 * rounds):
             paused = bool(i % 2)
             figures, got_mail, waited = one.run(pause if paused else None)
@@ -280,23 +287,42 @@ def main():
     parser.add_argument("--stall-rounds", type=int, default=3, help="stall wake-ups to time")
     parser.add_argument("--waiters", type=int, default=900, help="idle waiters whose load is measured (0: none)")
     parser.add_argument("--old", metavar="REV", help="also run the code of this git revision")
+    parser.add_argument("--no-retry", action="store_true", help="also run this checkout with the outbox's retry taken out")
+    parser.add_argument("--waiters-only", action="store_true", help="weigh the idle waiters alone (no rounds, no stall wake-ups)")
+    parser.add_argument("--repeat", type=int, default=1, help="run the cases this many times in turn")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
+    if args.waiters_only:
+        args.rounds, args.stall_rounds = 0, 0
     workdir = Path(tempfile.mkdtemp(prefix="relaybay-redis-pause-"))
     results = {}
     try:
-        cases = [("this checkout", REPO_ROOT)]
+        app = "bench.empty_asgi:application" if args.no_retry else "relaybay.asgi:application"
+        cases = [("this checkout", REPO_ROOT, app, None)]
+        if args.no_retry:
+            cases.append(("outbox without its retry", REPO_ROOT, app, "no-outbox-retry"))
         if args.old:
-            cases.append((f"old ({args.old})", checkout_of(args.old, workdir / "old")))
-        for i, (label, root) in enumerate(cases):
+            cases.append((f"old ({args.old})", checkout_of(args.old, workdir / "old"), "relaybay.asgi:application", None))
+        runs = [(f"{label}, run {k + 1}" if args.repeat > 1 else label, *case) for k in range(args.repeat) for label, *case in cases]
+        for i, (label, root, app, experiment) in enumerate(runs):
             folder = workdir / f"run-{i}"
             folder.mkdir()
-            results[label] = run_code(label, root, args.rounds, args.pause, folder, args.stall, args.stall_rounds, args.waiters)
+            results[label] = run_code(label, root, args.rounds, args.pause, folder, args.stall, args.stall_rounds, args.waiters, app, experiment)
             stalls = ", ".join("not woken" if s is None else f"{s:.1f} s" for s in results[label]["stalls"])
             load = results[label]["load"]
             print(f"    stall wake-ups after the pause: {stalls}; idle waiters' CPU: {load and load['cpu_seconds']}", flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    if args.rounds:
+        print_rounds(args, results)
+    if args.stall_rounds:
+        print_stalls(args, results)
+    if args.waiters:
+        print_waiters(args, results, [label for label, *_ in cases])
+    write_json(args.json, {label: {**result, "samples": {str(k): v for k, v in result["samples"].items()}} for label, result in results.items()})
+
+
+def print_rounds(args, results):
     print(f"\nRedis paused {args.pause:g} s as each operation of every other round starts; two daphne on PostgreSQL; "
           f"{args.rounds} rounds each way, through the second process (median / p90, ms)\n")
     print(f"{'':28} {'operation':6} {'Redis answering':>20} {'Redis paused':>20} {'paused / answering':>19}")
@@ -308,19 +334,27 @@ def main():
         r = result["rounds"]
         print(f"{'':28} hook output carried its message: {result['carried'][False]}/{r} answering, {result['carried'][True]}/{r} paused; "
               f"wake-up poll delivered: {result['woken'][False]}/{r} answering, {result['woken'][True]}/{r} paused")
+
+
+def print_stalls(args, results):
     print(f"\nA send made during a {args.stall:g} s pause: its idle recipient woken, seconds after the pause ended "
           f"(its {STALL_POLL} s poll would find it at its end)\n")
     for label, result in results.items():
         shown = ", ".join("not woken" if s is None else f"{s:.1f}" for s in result["stalls"])
         print(f"{label:28} {shown}")
-    if args.waiters:
-        print(f"\n{args.waiters} idle waiters, nothing happening: CPU of each process over 30 s\n")
-        for label, result in results.items():
-            load = result["load"]
-            cpu = " + ".join(f"{c:.2f}" for c in load["cpu_seconds"])
-            print(f"{label:28} {cpu} s = {sum(load['cpu_seconds']) / load['seconds'] * 100:.1f} % of a core "
-                  f"({load['registered']} waiting)")
-    write_json(args.json, {label: {**result, "samples": {str(k): v for k, v in result["samples"].items()}} for label, result in results.items()})
+
+
+def print_waiters(args, results, cases):
+    print(f"\n{args.waiters} idle waiters, nothing happening: CPU of each process over 30 s\n")
+    for label, result in results.items():
+        load = result["load"]
+        cpu = " + ".join(f"{c:.2f}" for c in load["cpu_seconds"])
+        print(f"{label:36} {cpu} s = {sum(load['cpu_seconds']) / load['seconds'] * 100:.1f} % of a core "
+              f"({load['registered']} waiting)")
+    if len(cases) > 1:
+        total = {case: sum(sum(r["load"]["cpu_seconds"]) for label, r in results.items() if label.startswith(case)) for case in cases}
+        for case in cases[1:]:
+            print(f"{cases[0]} ÷ {case}: {total[cases[0]] / total[case]:.2f}× (CPU seconds summed over its runs)")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -271,7 +272,16 @@ class Session(threading.Thread):
 
 class Owner(threading.Thread):
     """The owner at the board of the first process: a comment to a random session every few
-    seconds (logged in again after a restart when needed)."""
+    seconds, posted as the board's composer posts it (htmx, answered with the composer alone).
+
+    Logged in once, as a browser is: the session lives in the database, so it outlasts a
+    restart, and the owner logs in again only when the board sends the login page. A login
+    checks the password (PBKDF2, about 0.8 s of a core), which an overloaded machine can stretch
+    past ten seconds; a login given up and tried again would leave the first check running in
+    relaybay and add another, so the login and the comment each wait as long as a person
+    would, not ten seconds."""
+
+    LOGIN_BOUND, COMMENT_BOUND = 120, 60
 
     def __init__(self, fleet):
         super().__init__(daemon=True, name="soak-owner")
@@ -282,16 +292,28 @@ class Owner(threading.Thread):
     def log_in(self, url):
         self.jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-        form = self.opener.open(f"{url}/login/", timeout=10).read().decode()
+        form = self.opener.open(f"{url}/login/", timeout=self.LOGIN_BOUND).read().decode()
         csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
         data = urllib.parse.urlencode({"username": OWNER[0], "password": OWNER[1], "csrfmiddlewaretoken": csrf}).encode()
-        self.opener.open(urllib.request.Request(f"{url}/login/", data=data, headers={"Referer": f"{url}/login/"}), timeout=10).read()
+        request = urllib.request.Request(f"{url}/login/", data=data, headers={"Referer": f"{url}/login/"})
+        self.opener.open(request, timeout=self.LOGIN_BOUND).read()
+        if not any(cookie.name == "sessionid" for cookie in self.jar):
+            self.opener = None
+            raise RuntimeError("login refused")
 
     def comment(self, url, row, body):
+        """True once the board said the comment was saved; False when it sent the login page."""
         csrf = next(cookie.value for cookie in self.jar if cookie.name == "csrftoken")
         data = urllib.parse.urlencode({"body": body}).encode()
-        headers = {"Referer": f"{url}/sessions/{row}/", "X-CSRFToken": csrf}
-        self.opener.open(urllib.request.Request(f"{url}/sessions/{row}/comment/", data=data, headers=headers), timeout=10).read()
+        headers = {"Referer": f"{url}/sessions/{row}/", "X-CSRFToken": csrf, "HX-Request": "true"}
+        request = urllib.request.Request(f"{url}/sessions/{row}/comment/", data=data, headers=headers)
+        with self.opener.open(request, timeout=self.COMMENT_BOUND) as answer:
+            if "/login/" in answer.geturl():
+                return False
+            text = answer.read().decode()
+        if "Comment saved" not in text:
+            raise RuntimeError("refused: " + " ".join(re.sub("<[^>]+>", " ", text).split())[:120])
+        return True
 
     def run(self):
         url = self.fleet.relaybays.urls[0]
@@ -304,13 +326,22 @@ class Owner(threading.Thread):
                     try:
                         if self.opener is None:
                             self.log_in(url)
-                        self.comment(url, rows[0][0], f"owner to {session.name_}: carry on " + secrets.token_hex(4))
-                        break
-                    except Exception:  # noqa: BLE001 - the process was killed or restarts
-                        self.fleet.record.error("board comment tried again")
+                        if self.comment(url, rows[0][0], f"owner to {session.name_}: carry on " + secrets.token_hex(4)):
+                            break
+                        self.fleet.record.error("board sent the login page: logged in again")
                         self.opener = None
+                    except Exception as error:  # noqa: BLE001 - the process was killed or restarts
+                        self.fleet.record.error(f"board comment tried again: {refusal(error)}")
                         time.sleep(1)
             time.sleep(self.rng.uniform(3, 8))
+
+
+def refusal(error):
+    """What a failed board request was told: its status and the start of its answer."""
+    if isinstance(error, urllib.error.HTTPError):
+        body = error.read().decode(errors="replace")
+        return f"{error.code} {' '.join(re.sub('<[^>]+>', ' ', body).split())[:120]}"
+    return type(error).__name__
 
 
 class Fleet:
@@ -560,7 +591,8 @@ def main():
           f"{len(fleet.record.faults)} faults: {dict(collections.Counter(re.sub(r'[0-9.]+ s|soak-[0-9]+|process [0-9]', '…', w) for _, w in fleet.record.faults))}")
     print(f"tried again or refused: {dict(fleet.record.errors)}")
     write_json(args.json, {"config": args.config, "args": vars(args), "windows": windows, "lost": lost, "twice": twice,
-                           "errors": dict(fleet.record.errors), "faults": fleet.record.faults})
+                           "errors": dict(fleet.record.errors), "faults": fleet.record.faults,
+                           "samples": fleet.record.samples})
     shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -94,11 +94,14 @@ class PausableRedis:
 class Relaybays:
     """`count` daphne processes on one database and one channel layer, each a devserver.Server
     of its own (one data folder each, one token), so that one can be killed and started again.
-    `root`: the checkout whose code they run (another one for side-by-side runs)."""
+    `root`: the checkout whose code they run (another one for side-by-side runs), `app` their
+    ASGI entry point (bench/empty_asgi.py's for the benchmarks' experiments)."""
 
-    def __init__(self, workdir, count, env, root=devserver.REPO_ROOT):
+    def __init__(self, workdir, count, env, root=devserver.REPO_ROOT, app="relaybay.asgi:application"):
         self.token = "live-" + secrets.token_urlsafe(16)
-        self.servers = [devserver.Server(Path(workdir) / f"process-{i + 1}", token=self.token, env=env, root=root) for i in range(count)]
+        self.servers = [
+            devserver.Server(Path(workdir) / f"process-{i + 1}", token=self.token, env=env, root=root, app=app) for i in range(count)
+        ]
         self.env = env
 
     def start(self):
