@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from core.pings import holding_sends, post_held
 
@@ -80,6 +80,28 @@ class DatabaseThreads:
                 return await work
             finally:
                 post_held(held)
+
+
+@contextlib.asynccontextmanager
+async def thread_of_its_own():
+    """The block's thread-sensitive sync code (a board request's middleware and view) runs on
+    a thread made for it, as Django's ASGI handler would run it, and that thread's database
+    connections are closed once the block is over, however it ended.
+
+    Django closes them at `request_finished`, which it sends on that same thread; but a request
+    whose client left is cancelled by daphne when it has not finished within its close timeout
+    (10 s), the send of `request_finished` with it, while the thread still works. The
+    connection then never went back to the pool (PostgreSQL): once RELAYBAY_DB_POOL_SIZE such
+    requests had been cut short (the owner's logins on a loaded machine), every board page
+    waited for a connection and failed. The close is queued behind whatever the thread still
+    runs, so it comes after the step that holds the connection, on its thread."""
+    executor = ThreadPoolExecutor(1, thread_name_prefix="relaybay-request")
+    try:
+        async with ThreadSensitiveContext(executor=executor):
+            yield
+    finally:
+        executor.submit(connections.close_all)
+        executor.shutdown(wait=False)
 
 
 def _step(step, *args):

@@ -40,6 +40,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 
 from board.routing import websocket_urlpatterns  # noqa: E402
 from core import hosts  # noqa: E402
+from core.dbthreads import thread_of_its_own  # noqa: E402
 from core.dbthreads import threads as db_threads  # noqa: E402
 from core.pings import holding_sends, post_held  # noqa: E402
 from mcp_server.http import mcp_asgi_app  # noqa: E402
@@ -66,7 +67,9 @@ async def serve_api(scope, receive, send):
 async def serve_board(scope, receive, send):
     """The board's pages and everything else outside /api/ and /mcp, through Django's whole
     chain; the pings of what a page committed (a comment, a Deliver) are handed to the loop's
-    outbox as for /api/, so no page waits on the channel layer either."""
+    outbox as for /api/, so no page waits on the channel layer either. Its sync code runs on
+    a thread of its own whose database connection is closed however the request ends, a
+    request daphne cut short included (core/dbthreads.py `thread_of_its_own`)."""
     with holding_sends() as held:
 
         async def answer(message):
@@ -74,7 +77,8 @@ async def serve_board(scope, receive, send):
             await send(message)
 
         try:
-            await django_asgi_app(scope, receive, answer)
+            async with thread_of_its_own():
+                await django_asgi_app(scope, receive, answer)
         finally:
             post_held(held)
 

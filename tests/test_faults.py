@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -193,6 +194,33 @@ def test_a_stopped_database_gives_clear_503s_no_half_written_rows_and_relaybay_r
         if server is not None:
             stop_relaybay(server.process)
         postgres.destroy()
+
+
+@pytest.mark.scale_out
+def test_board_requests_daphne_cuts_short_give_their_database_connections_back_to_the_pool(tmp_path):
+    import psycopg
+
+    # Two connections in the pool, and a page waits at most 2 s for one.
+    env = {**scale_out_env(), "RELAYBAY_DB_POOL_SIZE": "2", "RELAYBAY_DB_POOL_TIMEOUT": "2"}
+    server = LiveRelaybay(*start_relaybay(tmp_path / "process-1", ready_timeout=120, **env))
+    try:
+        create_owner(server)
+        cookie = owner_cookie(server)
+        page = urllib.request.Request(f"{server.url}/", headers={"Cookie": f"sessionid={cookie}"})
+        log = server.process.relaybay_data / "server.log"
+        # The owner's session row is locked: each page waits in its read of it, holding a
+        # connection, until its client leaves and daphne cancels it (its close timeout, 10 s).
+        with psycopg.connect(server.process.relaybay_env["DATABASE_URL"]) as lock:
+            lock.execute("lock table django_session in access exclusive mode")
+            for _ in range(3):
+                with pytest.raises(TimeoutError):
+                    urllib.request.urlopen(page, timeout=0.5)
+            wait_until(lambda: log.read_text().count("took too long to shut down and was killed") >= 2, timeout=60, what="daphne to cancel the pages")
+        # The lock is gone: the cut-short pages' steps end, and a page has a connection again.
+        with urllib.request.urlopen(page, timeout=30) as answer:
+            assert answer.status == 200 and "/login/" not in answer.geturl()
+    finally:
+        stop_relaybay(server.process)
 
 
 # --------------------------------------------------------------------------- Redis stops
