@@ -51,8 +51,9 @@ def pytest_configure(config):
 
 # The files that take longest, longest first (each several real-CLI sessions, a browser, or a
 # benchmark's own servers), then the rest of tests/e2e, then everything else: under xdist's
-# --dist loadfile each worker takes the next file as it finishes one, so the short files fill
-# the last minutes instead of one long file running alone at the end.
+# --dist loadfile --no-loadscope-reorder (make test) each worker takes the next file in this
+# order as it finishes one, so the short files fill the last minutes instead of one long file
+# running alone at the end (xdist's own order is by the number of tests in a file).
 LONGEST_FIRST = [
     "tests/test_bench_scripts.py",
     "tests/test_fuzz_api.py",
