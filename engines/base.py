@@ -90,7 +90,7 @@ class Engine:
     # What the CLI does with relaybay's http MCP server across a relaybay restart (seen; for the docs).
     restart_note = ""
     # Why a session of it whose MCP calls name it may have sent no hook, and what to do (the board).
-    unheard_note = "relaybay's hooks are not connected there: run `manage.py connect` for its CLI again."
+    unheard_note = ""
     native_messages = False  # Claude Code's own SendMessage between sessions (docs/rules.md §4.9)
     desktop_rows = False  # its sessions may be guessed into a desktop app's row by folder
     # A permission request (docs/rules.md §8): whether its PermissionRequest hook can wait for

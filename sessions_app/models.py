@@ -339,7 +339,8 @@ class UnheardSession(models.Model):
     @property
     def why(self):
         """Why its CLI may skip relaybay's hooks and what to do, as its engine says."""
-        return engines.of(self.engine).unheard_note
+        engine = engines.of(self.engine)
+        return engine.unheard_note or f"relaybay's hooks are not connected there: run `manage.py connect {engine.connect_name}` again."
 
 
 # --- Files sessions edit (docs/rules.md §7) ----------------------------------------------------
