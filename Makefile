@@ -68,7 +68,7 @@ run: migrate
 # scale-out pass. A service that does not answer fails the run; nothing is skipped.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/1
-PYTEST := $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q
+PYTEST := $(PY) -m pytest -n 2 --dist loadfile -q
 
 test: $(VENV)/.installed-test node_modules/.installed system-tools
 	@$(PY) -m tests.services "$(TEST_DATABASE_URL)" "$(TEST_REDIS_URL)"

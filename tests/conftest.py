@@ -49,37 +49,6 @@ def pytest_configure(config):
         django_settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"relaybay-test-{os.getpid()}"
 
 
-# The files that take longest, longest first (each several real-CLI sessions, a browser, or a
-# benchmark's own servers), then the rest of tests/e2e, then everything else: under xdist's
-# --dist loadfile --no-loadscope-reorder (make test) each worker takes the next file in this
-# order as it finishes one, so the short files fill the last minutes instead of one long file
-# running alone at the end (xdist's own order is by the number of tests in a file).
-LONGEST_FIRST = [
-    "tests/test_bench_scripts.py",
-    "tests/test_fuzz_api.py",
-    "tests/e2e/test_plugin_sessions.py",
-    "tests/e2e/test_claude_approvals.py",
-    "tests/e2e/test_engine_restarts.py",
-    "tests/e2e/test_relaybay_restarts.py",
-    "tests/e2e/test_claude_messages.py",
-    "tests/e2e/test_claude_wakeup.py",
-    "tests/e2e/test_connect_claude.py",
-    "tests/e2e/test_claude_failures.py",
-    "tests/test_faults.py",
-]
-
-
-def _run_order(item):
-    path = item.nodeid.split("::")[0]
-    if path in LONGEST_FIRST:
-        return (0, LONGEST_FIRST.index(path))
-    return (1 if path.startswith("tests/e2e/") else 2, 0)
-
-
-def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=_run_order)  # stable: a file's tests keep their order
-
-
 def pytest_sessionfinish(session, exitstatus):
     """pytest-django cannot drop a PostgreSQL test database that a test's thread still holds a
     connection to; drop it by force so runs leave nothing behind on the shared server."""
